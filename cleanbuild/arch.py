@@ -1,0 +1,285 @@
+"""GPU architectures we build for, their facts, and detection on the build host.
+
+Detection asks, in order: amd-smi, rocminfo, the KFD topology in sysfs, torch. Each probe is time-limited;
+the first that names at least one GPU wins. Parsers are pure functions over the probe's text so that tests
+feed them recorded outputs.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import EnvironmentProblem, UsageError
+
+
+@dataclass(frozen=True)
+class ArchFacts:
+    fp8_dtype: str
+    fp8_max: float
+    lds_kib: int
+    typical_cus: dict[str, int]
+    products: str
+
+
+class Arch(enum.Enum):
+    GFX942 = "gfx942"
+    GFX950 = "gfx950"
+
+    @property
+    def facts(self) -> ArchFacts:
+        return FACTS[self]
+
+    @classmethod
+    def parse(cls, name: str) -> Arch:
+        """The arch for a name such as 'gfx942' or 'gfx942:sramecc+:xnack-'; anything else is a UsageError."""
+        base = name.strip().lower().split(":")[0]
+        if base in PRE_RELEASE:
+            raise UsageError(
+                f"{base} is a pre-release MI300 target that current ROCm no longer ships kernels for. "
+                "To fix, update the driver and ROCm so the GPU reports gfx942, or pass --arch gfx942."
+            )
+        for arch in cls:
+            if arch.value == base:
+                return arch
+        raise UsageError(f"architecture {name.strip()!r} is not supported. To fix, pass --arch {supported()}.")
+
+    @classmethod
+    def parse_list(cls, text: str) -> tuple[Arch, ...]:
+        """'gfx942,gfx950' -> both, deduplicated in order. Used for matrix builds."""
+        names = [n for n in re.split(r"[,;\s]+", text) if n]
+        if not names:
+            raise UsageError(f"--arch is empty. To fix, pass --arch {supported()}.")
+        out: list[Arch] = []
+        for n in names:
+            arch = cls.parse(n)
+            if arch not in out:
+                out.append(arch)
+        return tuple(out)
+
+
+FACTS = {
+    Arch.GFX942: ArchFacts("float8_e4m3fnuz", 240.0, 64, {"MI300X": 304, "MI325X": 304, "MI308X": 80}, "MI300X/MI325X/MI308X"),
+    Arch.GFX950: ArchFacts("float8_e4m3fn", 448.0, 160, {"MI350X": 256, "MI355X": 256}, "MI350X/MI355X"),
+}
+PRE_RELEASE = {"gfx940", "gfx941"}
+
+
+def supported() -> str:
+    return "|".join(a.value for a in Arch)
+
+
+@dataclass(frozen=True)
+class Gpu:
+    name: str  # the gfx target as reported, e.g. 'gfx942'
+    cus: int | None = None
+
+
+@dataclass(frozen=True)
+class Detection:
+    arch: Arch
+    gpus: tuple[Gpu, ...]
+    source: str
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def cu_count(self) -> int | None:
+        counts = {g.cus for g in self.gpus if g.cus}
+        return counts.pop() if len(counts) == 1 else None
+
+
+# ---- parsers: text in, GPUs out ------------------------------------------------------------------------
+
+_GFX = re.compile(r"\b(gfx[0-9a-f]{3,4})\b", re.IGNORECASE)
+
+
+def parse_amd_smi(text: str) -> list[Gpu]:
+    """`amd-smi static` in its text form ('GPU: 0' blocks) or its --json form."""
+    stripped = text.strip()
+    if stripped.startswith(("[", "{")):
+        try:
+            return _amd_smi_json(json.loads(stripped))
+        except ValueError:
+            return []
+    gpus = []
+    for block in re.split(r"^GPU:\s*\d+\s*$", text, flags=re.MULTILINE)[1:]:
+        m = re.search(r"TARGET_GRAPHICS_VERSION:\s*(gfx[0-9a-f]+)", block, re.IGNORECASE)
+        if m:
+            cus = re.search(r"NUM_COMPUTE_UNITS:\s*(\d+)", block)
+            gpus.append(Gpu(m.group(1).lower(), int(cus.group(1)) if cus else None))
+    return gpus
+
+
+def _amd_smi_json(data: object) -> list[Gpu]:
+    entries = data if isinstance(data, list) else data.get("gpu_data", [data]) if isinstance(data, dict) else []
+    gpus = []
+    for entry in entries:
+        target = _find_key(entry, "target_graphics_version")
+        if isinstance(target, str) and _GFX.search(target):
+            cus = _find_key(entry, "num_compute_units")
+            gpus.append(Gpu(_GFX.search(target).group(1).lower(), cus if isinstance(cus, int) else None))
+    return gpus
+
+
+def _find_key(node: object, key: str) -> object:
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k.lower() == key:
+                return v
+            found = _find_key(v, key)
+            if found is not None:
+                return found
+    return None
+
+
+def parse_rocminfo(text: str) -> list[Gpu]:
+    """rocminfo lists CPU agents first; keep agents whose Device Type is GPU and read their gfx name."""
+    gpus = []
+    for block in re.split(r"^\*{5,}\s*$", text, flags=re.MULTILINE):
+        if not re.search(r"^\s*Device Type:\s*GPU\s*$", block, re.MULTILINE):
+            continue
+        # The agent's own 'Name: gfx942' comes first; ISA lines ('amdgcn-amd-amdhsa--gfx942:...') back it up.
+        m = re.search(r"^\s*Name:\s*(gfx[0-9a-f]+)\s*$", block, re.MULTILINE | re.IGNORECASE)
+        m = m or re.search(r"amdgcn-amd-amdhsa--(gfx[0-9a-f]+)", block, re.IGNORECASE)
+        if m:
+            cus = re.search(r"^\s*Compute Unit:\s*(\d+)", block, re.MULTILINE)
+            gpus.append(Gpu(m.group(1).lower(), int(cus.group(1)) if cus else None))
+    return gpus
+
+
+def gfx_from_target_version(value: int) -> str | None:
+    """KFD's gfx_target_version: major*10000 + minor*100 + stepping, minor/stepping printed in hex."""
+    if value <= 0:
+        return None
+    major, minor, step = value // 10000, (value // 100) % 100, value % 100
+    return f"gfx{major}{minor:x}{step:x}"
+
+
+def parse_kfd_properties(texts: Iterable[str]) -> list[Gpu]:
+    """One text per /sys/class/kfd/kfd/topology/nodes/*/properties; CPU nodes report version 0."""
+    gpus = []
+    for text in texts:
+        props = dict(_kv(line) for line in text.splitlines() if len(line.split()) == 2)
+        name = gfx_from_target_version(_int(props.get("gfx_target_version")))
+        if name:
+            simd, per_cu = _int(props.get("simd_count")), _int(props.get("simd_per_cu"))
+            gpus.append(Gpu(name, simd // per_cu if simd and per_cu else None))
+    return gpus
+
+
+def parse_torch(text: str) -> list[Gpu]:
+    """Lines of 'gcnArchName<TAB>multi_processor_count' printed by the torch probe."""
+    gpus = []
+    for line in text.splitlines():
+        parts = line.strip().split()
+        if parts and _GFX.match(parts[0].split(":")[0]):
+            cus = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+            gpus.append(Gpu(parts[0].split(":")[0].lower(), cus))
+    return gpus
+
+
+def _kv(line: str) -> tuple[str, str]:
+    k, v = line.split()
+    return k, v
+
+
+def _int(value: str | None) -> int:
+    try:
+        return int(value or 0)
+    except ValueError:
+        return 0
+
+
+# ---- probes: run a command (time-limited), hand its text to a parser ----------------------------------
+
+TORCH_PROBE = (
+    "import torch\n"
+    "for i in range(torch.cuda.device_count()):\n"
+    "    p = torch.cuda.get_device_properties(i)\n"
+    "    print(getattr(p, 'gcnArchName', ''), p.multi_processor_count)\n"
+)
+
+Runner = Callable[[list[str], float], "tuple[str, bool] | None"]
+"""(argv, timeout) -> (stdout, timed_out), or None when the binary is absent or the command failed."""
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    read: Callable[[Runner, Path], "tuple[str, bool] | None"]
+    parse: Callable[[str], list[Gpu]]
+
+
+def _read_kfd(_: Runner, sysfs: Path) -> tuple[str, bool] | None:
+    files = sorted(sysfs.glob("class/kfd/kfd/topology/nodes/*/properties"))
+    if not files:
+        return None
+    return "\0".join(f.read_text(errors="replace") for f in files), False
+
+
+PROBES = (
+    Probe("amd-smi", lambda run, _: run(["amd-smi", "static"], PROBE_TIMEOUT), parse_amd_smi),
+    Probe("rocminfo", lambda run, _: run(["rocminfo"], PROBE_TIMEOUT), parse_rocminfo),
+    Probe("kfd-sysfs", _read_kfd, lambda text: parse_kfd_properties(text.split("\0"))),
+    Probe("torch", lambda run, _: run(["python3", "-c", TORCH_PROBE], PROBE_TIMEOUT), parse_torch),
+)
+PROBE_TIMEOUT = 20.0
+
+
+def detect(runner: Runner, sysfs: Path = Path("/sys"), probes: tuple[Probe, ...] = PROBES) -> Detection:
+    """Ask each probe in turn; the first that finds GPUs decides. Mixed archs or none found are errors."""
+    notes = []
+    for probe in probes:
+        got = probe.read(runner, sysfs)
+        if got is None:
+            notes.append(f"{probe.name}: not available")
+            continue
+        text, timed_out = got
+        if timed_out:
+            notes.append(f"{probe.name}: no answer within {PROBE_TIMEOUT:.0f} s")
+            continue
+        gpus = probe.parse(text)
+        if not gpus:
+            notes.append(f"{probe.name}: no GPU in its output")
+            continue
+        return Detection(_one_arch(gpus, probe.name), tuple(gpus), probe.name, tuple(notes))
+    hung = [n for n in notes if "no answer" in n]
+    why = "; ".join(notes)
+    if hung:
+        raise EnvironmentProblem(f"no GPU architecture detected ({why}). To fix, check the ROCm driver or pass --arch {supported()}.")
+    raise UsageError(f"no AMD GPU found on this host and no --arch given ({why}). To fix, pass --arch {supported()}.")
+
+
+def _one_arch(gpus: list[Gpu], source: str) -> Arch:
+    names = sorted({g.name for g in gpus})
+    if len(names) > 1:
+        counts = ", ".join(f"{sum(g.name == n for g in gpus)}x {n}" for n in names)
+        raise UsageError(
+            f"mixed GPU architectures on this host ({counts}, from {source}). "
+            "To fix, pass --arch for the one you build for, and set HIP_VISIBLE_DEVICES to its GPUs at run time."
+        )
+    return Arch.parse(names[0])
+
+
+def resolve(arch: str | None, runner: Runner, sysfs: Path = Path("/sys")) -> Detection:
+    """--arch when given (no probing), else detection."""
+    if arch:
+        parsed = Arch.parse(arch)
+        return Detection(parsed, (), "--arch")
+    return detect(runner, sysfs)
+
+
+def host_runner(argv: list[str], timeout: float) -> tuple[str, bool] | None:
+    """The real Runner: absent binary or failing command -> None; a hang -> (partial output, True)."""
+    from .run import run, which
+
+    if which(argv[0]) is None:
+        return None
+    result = run(argv, check=False, capture=True, timeout=timeout, echo=False)
+    if result.timed_out:
+        return result.stdout, True
+    return (result.stdout, False) if result.returncode == 0 else None
