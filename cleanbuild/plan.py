@@ -193,15 +193,20 @@ def _read(path: Path) -> bytes:
 def _validate(profile: Profile, options: Options) -> RunSpec:
     conf = profile.section("validation")
     device = options.validation_device or str(conf.get("device", "cuda"))
-    env = {"PYTHONPATH": IN_IMAGE, **{str(k): str(v) for k, v in dict(conf.get("env", {})).items()}}
+    env = {str(k): str(v) for k, v in dict(conf.get("env", {})).items()}
+    return validation_run(options.repo_root, options.arch.value, device, options.run_id, options.run_dir, env)
+
+
+def validation_run(repo_root: Path, arch: str, device: str, run_id: str, out_dir: Path,
+                   env: dict[str, str] | None = None, extra: tuple[str, ...] = ()) -> RunSpec:
+    """validation/ mounted read-only, no network, the JSON report written to out_dir; GPU flags unless CPU."""
     return RunSpec(
         step="validate",
-        name=f"atom-validate-{options.run_id}",
-        command=("python", "-m", "validation", "--arch", options.arch.value, "--device", device,
-                 "--json", "/out/validation.json"),
-        mounts=((str(options.repo_root / "validation"), f"{IN_IMAGE}/validation", "ro"),
-                (str(options.run_dir), "/out", "rw")),
-        env=tuple(sorted(env.items())),
+        name=f"atom-validate-{run_id}",
+        command=("python", "-m", "validation", "--arch", arch, "--device", device,
+                 "--json", "/out/validation.json", *extra),
+        mounts=((str(repo_root / "validation"), f"{IN_IMAGE}/validation", "ro"), (str(out_dir), "/out", "rw")),
+        env=tuple(sorted({"PYTHONPATH": IN_IMAGE, **(env or {})}.items())),
         gpu=device != "cpu",
     )
 

@@ -1,0 +1,147 @@
+import pytest
+
+from cleanbuild import arch as A
+from cleanbuild.arch import Arch, Gpu
+from cleanbuild.errors import EnvironmentProblem, UsageError
+
+from .probe_outputs import amd_smi_json, amd_smi_text, kfd_cpu, kfd_gpu, rocminfo
+
+EIGHT_MI300X = [("gfx942", 304)] * 8
+
+
+def test_facts_per_arch():
+    assert Arch.GFX942.facts.fp8_dtype == "float8_e4m3fnuz" and Arch.GFX942.facts.fp8_max == 240
+    assert Arch.GFX950.facts.fp8_dtype == "float8_e4m3fn" and Arch.GFX950.facts.fp8_max == 448
+    assert (Arch.GFX942.facts.lds_kib, Arch.GFX950.facts.lds_kib) == (64, 160)
+    assert Arch.GFX942.facts.typical_cus["MI308X"] == 80 and Arch.GFX950.facts.typical_cus["MI355X"] == 256
+
+
+@pytest.mark.parametrize("name", ["gfx942", "GFX942", " gfx942:sramecc+:xnack- "])
+def test_parse_accepts_spellings(name):
+    assert Arch.parse(name) is Arch.GFX942
+
+
+@pytest.mark.parametrize("name", ["gfx90a", "gfx1100", "", "mi300x", "gfx9420"])
+def test_parse_rejects_unknown_naming_supported(name):
+    with pytest.raises(UsageError, match="gfx942\\|gfx950"):
+        Arch.parse(name)
+
+
+@pytest.mark.parametrize("name", ["gfx940", "gfx941"])
+def test_pre_release_names_are_explained(name):
+    with pytest.raises(UsageError, match="pre-release"):
+        Arch.parse(name)
+
+
+def test_parse_list_for_matrix():
+    assert Arch.parse_list("gfx942,gfx950") == (Arch.GFX942, Arch.GFX950)
+    assert Arch.parse_list("gfx950;gfx950") == (Arch.GFX950,)
+    with pytest.raises(UsageError):
+        Arch.parse_list(" , ")
+
+
+def test_rocminfo_skips_cpu_agents_and_reads_eight_gpus():
+    gpus = A.parse_rocminfo(rocminfo(EIGHT_MI300X))
+    assert gpus == [Gpu("gfx942", 304)] * 8
+
+
+def test_rocminfo_isa_line_backs_up_a_missing_name():
+    text = rocminfo([("gfx950", 256)]).replace("  Name:                    gfx950\n", "  Name:                    \n")
+    assert A.parse_rocminfo(text) == [Gpu("gfx950", 256)]
+
+
+def test_rocminfo_cpu_only_and_garbage():
+    assert A.parse_rocminfo(rocminfo([])) == []
+    assert A.parse_rocminfo("segfault\n\x00\x01garbage") == []
+    assert A.parse_rocminfo("") == []
+
+
+def test_amd_smi_text_and_json():
+    assert A.parse_amd_smi(amd_smi_text([("gfx950", 256)] * 8)) == [Gpu("gfx950", 256)] * 8
+    assert A.parse_amd_smi(amd_smi_json([("gfx942", 80)])) == [Gpu("gfx942", 80)]
+    assert A.parse_amd_smi("{not json") == []
+    assert A.parse_amd_smi("") == []
+
+
+@pytest.mark.parametrize("version,name", [(90402, "gfx942"), (90500, "gfx950"), (90010, "gfx90a"), (110000, "gfx1100")])
+def test_kfd_target_version_mapping(version, name):
+    assert A.gfx_from_target_version(version) == name
+
+
+def test_kfd_properties_skip_cpu_nodes():
+    gpus = A.parse_kfd_properties([kfd_cpu(), kfd_gpu(90402), kfd_gpu(90402)])
+    assert gpus == [Gpu("gfx942", 304)] * 2
+
+
+def test_torch_probe_output():
+    assert A.parse_torch("gfx942:sramecc+:xnack- 304\ngfx942:sramecc+:xnack- 304\n") == [Gpu("gfx942", 304)] * 2
+    assert A.parse_torch("NVIDIA H200 132\n") == []
+
+
+class FakeHost:
+    """A Runner that answers from recorded outputs; None = binary absent; 'HANG' = times out."""
+
+    def __init__(self, outputs):
+        self.outputs = outputs
+        self.calls = []
+
+    def __call__(self, argv, timeout):
+        self.calls.append(argv[0])
+        out = self.outputs.get(argv[0])
+        if out is None:
+            return None
+        return ("", True) if out == "HANG" else (out, False)
+
+
+def test_detect_prefers_amd_smi(tmp_path):
+    host = FakeHost({"amd-smi": amd_smi_text([("gfx950", 256)] * 8), "rocminfo": rocminfo(EIGHT_MI300X)})
+    det = A.detect(host, tmp_path)
+    assert (det.arch, det.source, len(det.gpus), det.cu_count) == (Arch.GFX950, "amd-smi", 8, 256)
+    assert host.calls == ["amd-smi"]
+
+
+def test_detect_falls_through_to_sysfs(tmp_path):
+    for i, text in enumerate([kfd_cpu(), kfd_gpu(90402)]):
+        node = tmp_path / f"class/kfd/kfd/topology/nodes/{i}"
+        node.mkdir(parents=True)
+        (node / "properties").write_text(text)
+    det = A.detect(FakeHost({"rocminfo": "garbage"}), tmp_path)
+    assert det.arch is Arch.GFX942 and det.source == "kfd-sysfs"
+    assert "rocminfo: no GPU in its output" in det.notes
+
+
+def test_hanging_probe_is_time_limited_and_named(tmp_path):
+    det = A.detect(FakeHost({"amd-smi": "HANG", "rocminfo": rocminfo([("gfx942", 304)])}), tmp_path)
+    assert det.source == "rocminfo" and any("no answer" in n for n in det.notes)
+    with pytest.raises(EnvironmentProblem, match="amd-smi: no answer"):
+        A.detect(FakeHost({"amd-smi": "HANG"}), tmp_path)
+
+
+def test_mixed_gpus_are_an_error(tmp_path):
+    host = FakeHost({"rocminfo": rocminfo([("gfx942", 304)] * 4 + [("gfx950", 256)] * 4)})
+    with pytest.raises(UsageError, match=r"mixed GPU architectures.*4x gfx942, 4x gfx950"):
+        A.detect(host, tmp_path)
+
+
+def test_no_gpu_and_no_arch(tmp_path):
+    with pytest.raises(UsageError, match="no AMD GPU found.*pass --arch"):
+        A.detect(FakeHost({"rocminfo": rocminfo([])}), tmp_path)
+
+
+def test_unsupported_detected_arch(tmp_path):
+    with pytest.raises(UsageError, match="gfx90a.*not supported"):
+        A.detect(FakeHost({"rocminfo": rocminfo([("gfx90a", 110)])}), tmp_path)
+
+
+def test_resolve_with_arch_does_not_probe(tmp_path):
+    host = FakeHost({})
+    assert A.resolve("gfx950", host, tmp_path).arch is Arch.GFX950
+    assert host.calls == []
+
+
+def test_real_runner_times_out_a_hanging_command(tmp_path):
+    script = tmp_path / "hang"
+    script.write_text("#!/bin/sh\nsleep 30\n")
+    script.chmod(0o755)
+    assert A.host_runner([str(script)], 0.5) == ("", True)
+    assert A.host_runner(["definitely-not-a-binary-xyz"], 1) is None

@@ -1,0 +1,37 @@
+import pytest
+
+from cleanbuild.versions import ImageVersions, normalise, rocm_version
+
+
+@pytest.mark.parametrize("raw,expected", [
+    ("6.4.1.60401-83~24.04", "6.4.1"),
+    ("7.2.0", "7.2.0"),
+    ("7.2", "7.2.0"),
+    ("7.2.0-43~24.04\n", "7.2.0"),
+    ("07.02.1", "7.2.1"),
+    ("garbage", None),
+    ("", None),
+    (None, None),
+])
+def test_rocm_version_never_crashes(raw, expected):
+    assert rocm_version(raw) == expected
+
+
+@pytest.mark.parametrize("raw,expected", [
+    ("2.11.0+rocm7.2", "2.11.0+rocm7.2"),
+    ("1.0.0-RC1", "1.0.0rc1"),
+    ("0.1.7.post2.dev18", "0.1.7.post2.dev18"),
+    ("v3.6.0", "3.6.0"),
+    ("not a version", "not a version"),
+    (" ", None),
+])
+def test_normalise(raw, expected):
+    assert normalise(raw) == expected
+
+
+def test_image_versions_from_versions_json():
+    v = ImageVersions.from_json({
+        "rocm": "6.4.1.60401-83~24.04", "python": "3.12.3", "arch": "gfx942", "enable_ck": 0,
+        "packages": {"torch": "2.11.0+rocm7.2", "amd-aiter": "0.1.8-dev3", "atom": "0.1.0", "triton": "3.6.0"},
+    })
+    assert (v.rocm, v.torch, v.aiter, v.atom, v.ck) == ("6.4.1", "2.11.0+rocm7.2", "0.1.8.dev3", "0.1.0", False)
