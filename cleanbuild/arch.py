@@ -210,7 +210,7 @@ Runner = Callable[[list[str], float], "tuple[str, bool] | None"]
 @dataclass(frozen=True)
 class Probe:
     name: str
-    read: Callable[[Runner, Path], "tuple[str, bool] | None"]
+    read: Callable[[Runner, Path], tuple[str, bool] | None]
     parse: Callable[[str], list[Gpu]]
 
 

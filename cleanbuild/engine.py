@@ -6,6 +6,7 @@ Every container this module starts has a unique name and is removed in a `finall
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import shutil
@@ -159,10 +160,8 @@ def tag(cli, image: str, repository: str, tag_name: str) -> str:
 def untag(cli, ref: str) -> None:
     import docker
 
-    try:
+    with contextlib.suppress(docker.errors.ImageNotFound):
         cli.images.remove(ref, noprune=True)
-    except docker.errors.ImageNotFound:
-        pass
 
 
 def largest_layers(cli, image: str, count: int = 5) -> list[dict]:

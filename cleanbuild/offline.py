@@ -43,6 +43,7 @@ OFFLINE_PINS: dict = {
     "deps": [
         "numpy", "filelock", "typing-extensions", "sympy", "mpmath", "networkx", "jinja2", "MarkupSafe",
         "fsspec", "setuptools", "pybind11", "pandas", "einops", "psutil",
+        "packaging",  # aiter imports it without declaring it
     ],
 }
 

@@ -11,10 +11,10 @@ from pathlib import Path
 from . import buildx, engine, pipeline, report
 from .arch import Arch, host_runner, resolve
 from .console import console, key_values
-from .errors import StepFailed, UsageError
-from .plan import Plan, commands, make_plan
+from .errors import BuildFailed, StepFailed, UsageError
+from .plan import Plan, bake_argv, bake_file, check_build_args, commands, make_plan
 from .profiles import Profile
-from .run import quote, run
+from .run import quote, run, run_logged
 from .settings import Inputs, cache_dir, load_profile, options, user_name
 from .tag import TagParts, make_tag, today
 from .versions import ImageVersions
@@ -204,11 +204,31 @@ def build_clean(inputs: Inputs, config, *, dry_run: bool) -> None:
         show_plan(inputs, config, as_json=False)
         return
     cli = engine.client()
-    for plan in plans(inputs, config, prepare=True):
+    todo = plans(inputs, config, prepare=True)
+    if len(todo) > 1:
+        bake_wheels(cli, todo)
+    for plan in todo:
         state = pipeline.build_clean(plan, cli, need_gib=_need_gib(plan))
         console.print(state.log.table(f"build-clean {plan.options.arch.value} {plan.options.ck_label}"))
         done = state.release_ref or f"{plan.patch.image} (untagged: {state.log.records[-2].detail})"
         console.print(f"[bold green]done[/bold green]: {done}; report {state.facts.get('report_dir')}")
+
+
+def bake_wheels(cli, todo: list[Plan]) -> None:
+    """Build the missing wheels images of a matrix in one bake run, so BuildKit works on all archs at once."""
+    missing = [p for p in todo if engine.image_id(cli, p.wheels.image) is None]
+    if not missing:
+        return
+    for p in missing:
+        check_build_args(p.wheels)
+    o = missing[0].options
+    bake = o.run_dir / "bake.json"
+    bake.parent.mkdir(parents=True, exist_ok=True)
+    bake.write_text(json.dumps(bake_file(missing), indent=2))
+    log = o.run_dir / "bake.log"
+    code = run_logged(bake_argv(bake, o), log)
+    if code != 0:
+        raise BuildFailed(f"the wheels matrix build failed (exit {code}). Full log: {log}")
 
 
 def print_report(tag: str) -> None:
