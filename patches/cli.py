@@ -1,0 +1,134 @@
+"""python -m patches list | apply --root DIR | check --root DIR
+
+Exit codes: 0 done (apply) or nothing to change (check); 1 check found
+something to change; 2 drift, usage error or I/O error (one line on stderr,
+the traceback only with --debug).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from patches import engine
+from patches.catalog import PATCHES, by_name
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse prints usage plus message; we want one line
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m patches", description="Checked source rewrites of aiter and ATOM.")
+    debug = _Parser(add_help=False)
+    debug.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub.add_parser("list", parents=[debug], help="list the patches and their target files")
+    for mode, text in (
+        ("apply", "rewrite the targets (nothing is written on drift)"),
+        ("check", "report what apply would change; writes nothing"),
+    ):
+        cmd = sub.add_parser(mode, parents=[debug], help=text)
+        cmd.add_argument(
+            "--root",
+            required=True,
+            type=Path,
+            help="a source checkout root or a site-packages folder holding aiter/ and/or atom/",
+        )
+        cmd.add_argument(
+            "--only",
+            nargs="+",
+            action="extend",
+            default=[],
+            metavar="NAME",
+            help="run only these patches (their targets must be present)",
+        )
+        cmd.add_argument("--json", action="store_true", help="print the report as JSON")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command == "list":
+            return list_patches()
+        return run(args)
+    except KeyboardInterrupt:
+        print("patches: interrupted", file=sys.stderr)
+        return 130
+    except (UsageError, OSError) as exc:
+        if "--debug" in argv:
+            raise
+        print(f"patches: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a bug in a patch or the engine: still one line
+        if "--debug" in argv:
+            raise
+        print(
+            f"patches: error: internal error {exc!r} (rerun with --debug for the traceback)", file=sys.stderr
+        )
+        return 2
+
+
+def list_patches() -> int:
+    for patch in PATCHES:
+        print(f"{patch.name:<26} {', '.join(patch.targets)}")
+        print(f"{'':<26} {patch.summary}")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    root = args.root
+    selected = select(args.only, root)
+    report = engine.run(root, selected, args.command)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        print_report(report)
+    for result in report.drifted:
+        print(f"patches: drift: {result.detail}", file=sys.stderr)
+    if report.drifted and args.command == "apply":
+        print("patches: nothing was written", file=sys.stderr)
+    return report.exit_code
+
+
+def select(names: list[str], root: Path) -> list[engine.Patch]:
+    known = by_name()
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise UsageError(f"unknown patch {', '.join(unknown)}; known patches: {', '.join(known)}")
+    if not root.is_dir():
+        raise UsageError(f"--root {root} is not a directory")
+    if not any((root / pkg).is_dir() for pkg in ("aiter", "atom")):
+        raise UsageError(
+            f"--root {root} holds neither aiter/ nor atom/ (give a checkout root or site-packages)"
+        )
+    chosen = [patch for patch in PATCHES if not names or patch.name in names]
+    for patch in chosen:
+        if names and not (root / patch.target).is_file():
+            raise UsageError(f"--only {patch.name}: its target {patch.target} is not under {root}")
+    return chosen
+
+
+def print_report(report: engine.Report) -> None:
+    counts: dict[str, int] = {}
+    for result in report.results:
+        outcome = result.outcome
+        if report.mode == "check" and outcome == engine.APPLIED:
+            outcome = "would apply"  # for people; the JSON keeps the five outcomes
+        counts[outcome] = counts.get(outcome, 0) + 1
+        print(f"{outcome:<16} {result.name:<26} {result.target}")
+        print(f"{'':<16} {result.detail}")
+        if result.diff:
+            print(result.diff, end="")
+    summary = ", ".join(f"{n} {outcome}" for outcome, n in counts.items())
+    wrote = f"; wrote {len(report.written)} file(s)" if report.mode == "apply" else ""
+    print(f"{report.mode}: {summary} under {report.root}{wrote}")
