@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -145,7 +146,9 @@ def make_plan(profile: Profile, options: Options) -> Plan:
                   "ENABLE_CK": "0" if options.ck_free else "1"}
     clean_key = content_key(docker_dir / "Dockerfile.clean", docker_dir / "scripts", clean_args, profile.python)
     clean_image = f"{options.registry}/clean:{stem}-{clean_key[:12]}"
-    context = options.context if profile.offline else docker_dir
+    # Offline: a prepared folder with local/<component> sources (and docker/scripts); else the repo root,
+    # trimmed by .dockerignore to what the Dockerfiles read (docker/scripts, patches).
+    context = options.context if profile.offline else root
     if profile.offline and context is None:
         raise UsageError("the offline profile needs its prepared sources. To fix, run `invoke offline-sources` or pass --context DIR.")
     smoke, skip = _smoke(profile, options)
@@ -153,13 +156,14 @@ def make_plan(profile: Profile, options: Options) -> Plan:
         profile=profile, options=options, python=profile.python, base_image=base, wheels_key=key,
         wheels=BuildSpec("wheels", docker_dir / "Dockerfile.wheels", Path(context), "wheels",
                          tuple(sorted(wheels_args.items())), wheels_image),
-        clean=BuildSpec("clean", docker_dir / "Dockerfile.clean", docker_dir, "clean",
+        clean=BuildSpec("clean", docker_dir / "Dockerfile.clean", root, "clean",
                         tuple(sorted(clean_args.items())), clean_image),
         patch=BuildSpec("patch", docker_dir / "Dockerfile.patch", root, None, (("IMAGE", clean_image),),
                         f"{options.registry}/candidate:{stem}-{options.run_id}"),
         validate=_validate(profile, options),
         smoke=smoke, smoke_skip_reason=skip,
-        release_repo=f"{options.registry}/atom",
+        # The tag convention carries no arch, so the repository does: one per (arch, CK mode).
+        release_repo=f"{options.registry}/atom-{stem.replace('-ck', '') if not options.ck_free else stem}",
     )
 
 
@@ -215,7 +219,8 @@ def _smoke(profile: Profile, options: Options) -> tuple[RunSpec | None, str | No
     if options.model is None:
         return None, "no --model given: nothing to generate tokens with"
     conf = profile.section("smoke")
-    template = [str(a) for a in conf.get("command", ())]
+    raw = conf.get("command", ())
+    template = shlex.split(raw) if isinstance(raw, str) else [str(a) for a in raw]
     if not template:
         raise UsageError(f"profile {profile.name!r} has no smoke.command. To fix, add one to the profile.")
     command = [a.replace("{model}", "/model") for a in template]

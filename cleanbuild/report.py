@@ -15,8 +15,9 @@ REPORTS = REPO_ROOT / "reports"
 def write(state) -> Path:
     """Collect everything the pipeline learned into one JSON document and its Markdown rendering."""
     plan, cli = state.plan, state.cli
+    # One folder per repository (arch, CK mode) and tag: the tag convention itself carries no arch.
     name = state.tag.value if state.tag else plan.options.run_id
-    folder = REPORTS / name
+    folder = REPORTS / plan.release_repo.rsplit("/", 1)[-1] / name
     folder.mkdir(parents=True, exist_ok=True)
     candidate = state.ids.get("candidate")
     inspect = engine.inspect(cli, candidate) if candidate else {}
@@ -53,10 +54,14 @@ def write(state) -> Path:
     return folder
 
 
-def load(tag: str) -> dict | None:
-    name = tag.split(":", 1)[1] if ":" in tag and "/" in tag.split(":", 1)[0] else tag
-    file = REPORTS / name / "report.json"
-    return json.loads(file.read_text()) if file.is_file() else None
+def load(ref: str) -> dict | None:
+    """A report by 'registry/atom-gfx942:TAG', 'atom-gfx942:TAG' or a bare TAG (when only one arch has it)."""
+    repo, _, tag = ref.rpartition(":")
+    if repo:
+        file = REPORTS / repo.rsplit("/", 1)[-1] / tag / "report.json"
+        return json.loads(file.read_text()) if file.is_file() else None
+    found = sorted(REPORTS.glob(f"*/{ref}/report.json"))
+    return json.loads(found[-1].read_text()) if found else None
 
 
 def markdown(data: dict) -> str:

@@ -235,7 +235,7 @@ def print_report(tag: str) -> None:
     data = report.load(tag)
     if data is None:
         raise StepFailed(f"no report for {tag}. To fix, pass the release tag build-clean printed (see reports/).")
-    console.print(report.markdown(data))
+    print(report.markdown(data), end="")
 
 
 def remove_tree(path: Path) -> None:

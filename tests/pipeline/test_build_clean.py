@@ -1,0 +1,100 @@
+"""invoke build-clean end to end on the real engine (offline profile): tag only what passed, report, cleanup."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.tiny_model import make_tiny_model
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def build_clean(*args: str, user: str) -> subprocess.CompletedProcess:
+    argv = [sys.executable, "-m", "invoke", "build-clean", "--profile", "offline", "--progress", "plain",
+            "--user", user, *args]
+    return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=3600,
+                          env={**os.environ, "CI": "true"})
+
+
+def tags(client, repo_prefix: str) -> list[str]:
+    return sorted(t for image in client.images.list() for t in image.tags if t.startswith(repo_prefix))
+
+
+def our_containers(client) -> list[str]:
+    return [c.name for c in client.containers.list(all=True) if c.name.startswith(("atom-validate-", "atom-smoke-"))]
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory) -> Path:
+    return make_tiny_model(tmp_path_factory.mktemp("model"))
+
+
+@pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
+def test_build_clean_tags_and_reports(docker_engine, model, arch):
+    result = build_clean("--arch", arch, "--model", str(model), user="ci-pass")
+    assert result.returncode == 0, result.stderr[-4000:]
+    released = tags(docker_engine, f"atom-build/atom-{arch}:ci-pass_")
+    assert released, result.stderr[-2000:]
+    tag = released[-1].split(":", 1)[1]
+    assert len(tag) <= 128 and "_rocmna_aiter0.1.7.post2.dev18_atom0.1.0" in tag
+    folder = ROOT / "reports" / f"atom-{arch}" / tag
+    report = json.loads((folder / "report.json").read_text())
+    assert report["arch"] == arch and report["image_size_bytes"] > 0 and report["total_seconds"] > 0
+    assert [s["name"] for s in report["steps"]] == ["preflight", "wheels", "clean", "patch", "validate", "smoke", "tag", "report"]
+    assert report["wheels_manifest_digest"].startswith("sha256:") and report["largest_layers"]
+    # Validation ran inside the image, on the CPU, for this arch; every check has a verdict.
+    validation = report["validation"]
+    assert validation["arch"] == arch and validation["device"] == "cpu" and validation["exit_code"] == 0
+    assert {c["name"] for c in validation["checks"]} >= {"arch-consistency", "gemm-triton", "moe-triton"}
+    assert all(c["status"] in ("passed", "skipped") for c in validation["checks"])
+    # The smoke test really generated tokens with the model we made.
+    assert report["smoke"]["status"] == "passed" and report["smoke"]["result"]["new_tokens"] >= 10
+    # The patches ran against the real aiter wheel inside the image.
+    outcomes = {p["name"]: p["outcome"] for p in report["patches"]["patches"]}
+    assert outcomes["tuned-gemm-hipblaslt"] in ("applied", "already-applied")
+    assert outcomes["jit-core-runtime-error"] in ("applied", "already-applied")
+    assert outcomes["atom-ck-free-triton-gemm"] in ("applied", "already-applied")
+    labels = docker_engine.images.get(released[-1]).labels
+    assert labels["io.atom-build.arch"] == arch and labels["io.atom-build.wheels-manifest-digest"] == report["wheels_manifest_digest"]
+    assert (folder / "report.md").read_text().startswith("# Build report")
+    shown = subprocess.run([sys.executable, "-m", "invoke", "report", released[-1]], cwd=ROOT, capture_output=True, text=True)
+    assert shown.returncode == 0 and "## Validation" in shown.stdout + shown.stderr
+    assert our_containers(docker_engine) == []
+
+
+def test_validation_failure_leaves_no_release_tag(docker_engine, model):
+    # An image whose environment lists two archs: aiter would take the last one. Validation must stop it.
+    result = build_clean("--arch", "gfx942", "--model", str(model), "--set", "validation.env.GPU_ARCHS=gfx942;gfx950",
+                         user="ci-badarch")
+    assert result.returncode == 1, result.stderr[-3000:]
+    last = [line for line in result.stderr.splitlines() if line.strip()][-1]
+    assert last.startswith("error: validation failed inside the image") and "arch-consistency" in last
+    assert tags(docker_engine, "atom-build/atom-gfx942:ci-badarch") == []
+    assert any(t.endswith("-failed") for t in tags(docker_engine, "atom-build/atom-gfx942:"))
+    assert our_containers(docker_engine) == []
+    assert "Traceback" not in result.stderr
+
+
+def test_failing_smoke_leaves_no_release_tag(docker_engine, model):
+    result = build_clean("--arch", "gfx942", "--model", str(model), "--set", "smoke.min_tokens=1000", user="ci-badsmoke")
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "smoke test failed" in result.stderr
+    assert tags(docker_engine, "atom-build/atom-gfx942:ci-badsmoke") == []
+    assert our_containers(docker_engine) == []
+
+
+def test_no_model_means_no_release_tag_unless_allowed(docker_engine):
+    result = build_clean("--arch", "gfx942", user="ci-nosmoke")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "no --model given" in result.stderr
+    assert tags(docker_engine, "atom-build/atom-gfx942:ci-nosmoke") == []
+    allowed = build_clean("--arch", "gfx942", "--allow-no-smoke", user="ci-nosmoke")
+    assert allowed.returncode == 0, allowed.stderr[-3000:]
+    assert len(tags(docker_engine, "atom-build/atom-gfx942:ci-nosmoke")) == 1
