@@ -1,0 +1,12 @@
+#!/bin/sh
+# Create a venv with the base image's own Python (any version). Debian/Ubuntu bases without ensurepip get
+# python3-venv from apt first; this adds no compiler. Run under with-ca.sh so apt trusts a proxy's CA.
+set -eu
+venv=$1
+if ! python3 -m venv "$venv" 2>/dev/null; then
+  rm -rf "$venv"
+  apt-get ${APT_CA_OPT:-} update
+  DEBIAN_FRONTEND=noninteractive apt-get ${APT_CA_OPT:-} install -y --no-install-recommends python3-venv
+  rm -rf /var/lib/apt/lists/*
+  python3 -m venv "$venv"
+fi
