@@ -25,37 +25,41 @@ DOCKER_SCRIPTS = REPO_ROOT / "docker" / "scripts"
 
 STANDIN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-# The offline pins; the lead moves these into the offline profile file. `None` means the component is `none`.
-OFFLINE_PINS: dict = {
-    "suite": "bookworm",
-    "base_packages": ["python3", "python3-venv", "python3-pip", "ca-certificates"],
-    "python": "3.11",
-    "platforms": ["manylinux_2_28_x86_64", "manylinux2014_x86_64"],
-    "torch": "2.13.0",  # the CPU wheel kept on this disk
-    "torchvision": None,  # no CPU wheel offline: TORCH_SOURCE=local with empty versions
-    "torchaudio": None,
-    "triton": "3.6.0",
-    "aiter": "0.1.7.post2.dev18",  # real pure-Python aiter wheel (pre-fix code)
-    "triton_kernels": None,
-    "flydsl": None,  # on PyPI, but no cp311 CPU install worth its size here
-    "mori": None,  # amd-mori-nightly has no wheel pip finds for Python 3.11
-    # The runtime closure; pip adds whatever these and the component wheels require.
-    "deps": [
-        "numpy", "filelock", "typing-extensions", "sympy", "mpmath", "networkx", "jinja2", "MarkupSafe",
-        "fsspec", "setuptools", "pybind11", "pandas", "einops", "psutil",
-        "packaging",  # aiter imports it without declaring it
-    ],
-}
+
+
+def load_pins(profile=None) -> dict:
+    """The offline profile's [standin] table plus its Python: what the stand-in and the context are made of."""
+    from .profiles import load
+
+    profile = profile or load("offline")
+    table = profile.section("standin")
+    return {
+        "suite": table["suite"], "base_packages": list(table["base_packages"]), "python": profile.python,
+        "platforms": list(table["platforms"]), "wheels": dict(table["wheels"]), "deps": list(table["deps"]),
+    }
 
 
 def pins_key(pins: dict) -> str:
     return hashlib.sha256(json.dumps(pins, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def ensure_standin_base(cache_dir: Path = DEFAULT_CACHE_DIR, pins: dict = OFFLINE_PINS) -> str:
-    """A Debian image with Python and pip, made by mmdebstrap; built once per (suite, packages)."""
+def standin_image_name(pins: dict | None = None) -> str:
+    """The stand-in's name, keyed by (suite, packages): known without Docker, so plans stay pure."""
+    pins = pins or load_pins()
     key = pins_key({"suite": pins["suite"], "packages": sorted(pins["base_packages"]), "path": STANDIN_PATH})
-    image = f"atom-build/standin-base:{key}"
+    return f"atom-build/standin-base:{key}"
+
+
+def sources_dir(cache_dir: Path = DEFAULT_CACHE_DIR, pins: dict | None = None) -> Path:
+    """Where prepare_sources puts the context for these pins (it may not exist yet)."""
+    return Path(cache_dir) / f"context-{pins_key(pins or load_pins())}"
+
+
+def ensure_standin_base(cache_dir: Path = DEFAULT_CACHE_DIR, pins: dict | None = None) -> str:
+    """A Debian image with Python and pip, made by mmdebstrap; built once per (suite, packages)."""
+    pins = pins or load_pins()
+    image = standin_image_name(pins)
+    key = image.rsplit(":", 1)[1]
     if run(["docker", "image", "inspect", image], check=False, capture=True, echo=False).returncode == 0:
         return image
     cache_dir = Path(cache_dir)
@@ -92,7 +96,7 @@ def _fill_deps(local: Path, pins: dict) -> None:
     deps = local / "deps"
     deps.mkdir()
     component_wheels = sorted(
-        str(p) for name in ("torch", "triton", "aiter") for p in (local / name).glob("*.whl")
+        str(p) for name in pins["wheels"] for p in (local / name).glob("*.whl")
     )
     with tempfile.TemporaryDirectory() as tmp:
         # pip copies file requirements into -d too; download to tmp and keep only what is not a component.
@@ -111,20 +115,19 @@ def _copy_scripts(context: Path) -> None:
     shutil.copytree(DOCKER_SCRIPTS, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
 
 
-def prepare_sources(cache_dir: Path = DEFAULT_CACHE_DIR, pins: dict = OFFLINE_PINS) -> Path:
+def prepare_sources(cache_dir: Path = DEFAULT_CACHE_DIR, pins: dict | None = None) -> Path:
     """Return a build context holding local/<component>/ and docker/scripts/, built once per pins key."""
-    cache_dir = Path(cache_dir)
-    context = cache_dir / f"context-{pins_key(pins)}"
+    pins = pins or load_pins()
+    context = sources_dir(cache_dir, pins)
     local = context / "local"
     if not (context / ".complete").exists():
         if context.exists():
             shutil.rmtree(context)
         local.mkdir(parents=True)
-        _fill_component(local / "torch", f"torch=={pins['torch']}", pins)
-        _fill_component(local / "triton", f"triton=={pins['triton']}", pins)
-        _fill_component(local / "aiter", f"amd-aiter=={pins['aiter']}", pins)
-        for name in ("torchvision", "torchaudio", "triton_kernels", "flydsl", "mori"):
-            (local / name).mkdir()  # empty: the component is `none` offline
+        for name, requirement in pins["wheels"].items():
+            _fill_component(local / name, requirement, pins)
+        for name in ("torch", "torchvision", "torchaudio", "triton", "triton_kernels", "flydsl", "mori", "aiter"):
+            (local / name).mkdir(exist_ok=True)  # empty: the component is `none` offline
         _fill_deps(local, pins)
         (context / ".complete").write_text(json.dumps(pins, sort_keys=True, indent=1) + "\n")
     _refresh_atom(local / "atom")
@@ -138,28 +141,6 @@ def _refresh_atom(dest: Path) -> None:
     if dest.exists():
         shutil.rmtree(dest)
     shutil.copytree(ATOM_FIXTURE, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build"))
-
-
-def wheels_build_args(base_image: str, arch: str, enable_ck: bool, pins: dict = OFFLINE_PINS) -> dict[str, str]:
-    """The Dockerfile.wheels build arguments of the offline profile."""
-    return {
-        "BASE_IMAGE": base_image,
-        "GPU_ARCH": arch,
-        "ENABLE_CK": "1" if enable_ck else "0",
-        "PREBUILD_KERNELS": "0",  # a pure-Python aiter wheel carries no compiled kernels
-        "TORCH_SOURCE": "local",
-        "TORCH_VERSION": pins["torch"],
-        "TORCHVISION_VERSION": pins["torchvision"] or "",
-        "TORCHAUDIO_VERSION": pins["torchaudio"] or "",
-        "TRITON_SOURCE": "local",
-        "TRITON_VERSION": pins["triton"],
-        "TRITON_KERNELS_SOURCE": "local" if pins["triton_kernels"] else "none",
-        "FLYDSL_SOURCE": "local" if pins["flydsl"] else "none",
-        "MORI_SOURCE": "local" if pins["mori"] else "none",
-        "AITER_SOURCE": "local",
-        "ATOM_SOURCE": "local",
-        "DEPS_SOURCE": "local",
-    }
 
 
 def ca_bundle() -> str | None:

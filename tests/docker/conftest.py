@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import time
 from collections.abc import Iterable, Mapping
@@ -17,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild import offline
+from cleanbuild import offline, profiles
+from cleanbuild.arch import Arch
+from cleanbuild.plan import Options, Plan, make_plan
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKER_DIR = REPO / "docker"
@@ -77,34 +78,6 @@ def pytest_terminal_summary(terminalreporter) -> None:
             terminalreporter.write_line(f"{'ok  ' if ok else 'FAIL'} {seconds:7.1f} s  {what}")
 
 
-def _engine_problem() -> str | None:
-    if shutil.which("docker") is None:
-        return "the docker CLI is not installed"
-    try:
-        import docker
-
-        docker.from_env().ping()
-    except Exception as exc:  # noqa: BLE001 - any failure means no usable engine
-        return f"no Docker engine answers ({exc})"
-    proc = subprocess.run(["docker", "buildx", "version"], capture_output=True, text=True, check=False)  # noqa: S603,S607
-    if proc.returncode != 0:
-        return "the buildx plugin is missing (run .ci/install-docker.sh)"
-    return None
-
-
-@pytest.fixture(scope="session")
-def docker_engine():
-    """The docker SDK client; skips without an engine, or fails when CI=true."""
-    problem = _engine_problem()
-    if problem:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI=true and {problem}: the docker tests must run in CI", pytrace=False)
-        pytest.skip(problem)
-    import docker
-
-    return docker.from_env()
-
-
 @pytest.fixture(scope="session")
 def standin_base(docker_engine) -> str:
     return offline.ensure_standin_base()
@@ -143,9 +116,17 @@ class Built:
     clean_tag: str
 
 
+def offline_plan(context: Path, base: str, variant: Variant) -> Plan:
+    """The planner's view of this variant: build arguments and image names come from the offline profile."""
+    options = Options(arch=Arch.parse(variant.arch), ck_free=not variant.enable_ck, context=context,
+                      base_image=base, run_id="docker-tests")
+    return make_plan(profiles.load("offline"), options)
+
+
 def build_wheels(context: Path, base: str, variant: Variant, tag: str | None = None, **overrides: str) -> str:
-    args = {**offline.wheels_build_args(base, variant.arch, variant.enable_ck), **overrides}
-    return buildx_build(DOCKER_DIR / "Dockerfile.wheels", context, target="wheels", build_args=args,
+    spec = offline_plan(context, base, variant).wheels
+    args = {**dict(spec.build_args), **overrides}
+    return buildx_build(spec.dockerfile, context, target=spec.target, build_args=args,
                         tags=[tag] if tag else [], what=f"wheels {variant.name} {overrides or ''}".strip())
 
 
@@ -153,15 +134,14 @@ def build_wheels(context: Path, base: str, variant: Variant, tag: str | None = N
 def built(request, offline_context, standin_base) -> Built:
     """Wheels image, then clean image, for one (arch, CK mode): built once per session."""
     variant: Variant = request.param
-    # FROM ${WHEELS_IMAGE} needs a name: this BuildKit looks a bare image ID up on Docker Hub.
-    wheels_tag = f"atom-build/wheels:{variant.name}-offline-test"
-    clean_tag = f"atom-build/clean:{variant.name}-offline-test"
+    # The planner's content-keyed names, so build-clean later reuses these images. FROM ${WHEELS_IMAGE} needs a
+    # name: this BuildKit looks a bare image ID up on Docker Hub.
+    plan = offline_plan(offline_context, standin_base, variant)
+    wheels_tag, clean_tag = plan.wheels.image, plan.clean.image
     wheels_id = build_wheels(offline_context, standin_base, variant, tag=wheels_tag)
-    clean_id = buildx_build(
-        DOCKER_DIR / "Dockerfile.clean", offline_context, target="clean",
-        build_args={"WHEELS_IMAGE": wheels_tag, "BASE_IMAGE": standin_base, "GPU_ARCH": variant.arch,
-                    "ENABLE_CK": "1" if variant.enable_ck else "0"},
-        tags=[clean_tag], labels=OCI_LABELS, what=f"clean {variant.name}")
+    clean_id = buildx_build(plan.clean.dockerfile, plan.clean.context, target=plan.clean.target,
+                            build_args=dict(plan.clean.build_args), tags=[clean_tag], labels=OCI_LABELS,
+                            what=f"clean {variant.name}")
     return Built(variant, wheels_id, clean_id, wheels_tag, clean_tag)
 
 

@@ -1,0 +1,5 @@
+import sys
+
+from validation.cli import main
+
+sys.exit(main())

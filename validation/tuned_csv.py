@@ -1,0 +1,113 @@
+"""aiter's tuned bf16 GEMM CSVs: where they are, what they cover, and the untuned CSV of the gaps.
+
+Conventions follow aiter/jit/core.py: AITER_CONFIG_GEMM_BF16 (colon-separated) overrides the default, which
+is configs/bf16_tuned_gemm.csv merged with model_configs/*bf16_tuned_gemm* (not the untuned ones).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+REQUIRED = ("cu_num", "M", "N", "K", "libtype")
+# aiter/configs/bf16_untuned_gemm.csv's header: the input format of aiter's GEMM tuner.
+UNTUNED_COLUMNS = ("M", "N", "K", "bias", "dtype", "outdtype", "scaleAB")
+BF16 = "torch.bfloat16"
+
+
+class CsvError(Exception):
+    """A tuned CSV that is missing or cannot be read: a failure of the check, not a crash."""
+
+
+@dataclass(frozen=True)
+class Key:
+    cu_num: int
+    M: int
+    N: int
+    K: int
+    bias: bool = False
+    dtype: str = BF16
+    outdtype: str = BF16
+    scaleAB: bool = False
+
+
+def tuned_paths(explicit: list[str] | None, aiter_root: Path | None) -> tuple[list[Path], str]:
+    """The CSVs aiter would read, and where that choice came from."""
+    if explicit:
+        return [Path(p) for p in explicit], "--tuned-csv"
+    env = os.environ.get("AITER_CONFIG_GEMM_BF16")
+    if env:
+        return [Path(p) for p in env.split(":") if p], "AITER_CONFIG_GEMM_BF16"
+    if aiter_root is None:
+        return [], ""
+    configs = aiter_root / "configs"
+    extra = sorted(p for p in (configs / "model_configs").glob("*bf16_tuned_gemm*")
+                   if p.is_file() and "untuned" not in p.name)
+    return [configs / "bf16_tuned_gemm.csv", *extra], f"aiter at {aiter_root}"
+
+
+def _bool(v: str) -> bool:
+    return v.strip().lower() in ("true", "1")
+
+
+def load_rows(path: Path) -> list[dict[str, str]]:
+    if not path.is_file():
+        raise CsvError(f"tuned CSV not found: {path}")
+    try:
+        with path.open(newline="") as f:
+            reader = csv.DictReader(f, skipinitialspace=True)
+            cols = [c.strip() for c in reader.fieldnames or []]
+            missing = [c for c in REQUIRED if c not in cols]
+            if missing:
+                raise CsvError(f"{path}: missing columns {', '.join(missing)} (has: {', '.join(cols) or 'none'})")
+            rows = [{k.strip(): (v or "").strip() for k, v in r.items() if k} for r in reader]
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        raise CsvError(f"{path}: cannot read: {e}") from e
+    return rows
+
+
+def row_key(row: dict[str, str], where: str) -> Key:
+    try:
+        return Key(int(row["cu_num"]), int(row["M"]), int(row["N"]), int(row["K"]),
+                   _bool(row.get("bias", "False")), row.get("dtype", BF16) or BF16,
+                   row.get("outdtype", BF16) or BF16, _bool(row.get("scaleAB", "False")))
+    except (KeyError, ValueError) as e:
+        raise CsvError(f"{where}: malformed row {row}: {e}") from e
+
+
+def index(paths: list[Path], gfx: str) -> dict[Key, dict[str, str]]:
+    """Rows for this gfx (when the CSV has a gfx column; older CSVs key on cu_num alone)."""
+    table: dict[Key, dict[str, str]] = {}
+    for path in paths:
+        for i, row in enumerate(load_rows(path), start=2):
+            if row.get("gfx") and row["gfx"] != gfx:
+                continue
+            table.setdefault(row_key(row, f"{path}:{i}"), row)
+    return table
+
+
+@dataclass(frozen=True)
+class Gap:
+    layer: str
+    M: int
+    N: int
+    K: int
+
+
+def coverage(shapes, m_buckets, table: dict[Key, dict], cu_num: int) -> tuple[int, list[Gap]]:
+    """Exact (M, N, K) lookups. aiter may also try a padded M (a compiled op), so this is conservative."""
+    wanted = {(m, s.N, s.K): s.layer for s in shapes for m in m_buckets}
+    gaps = [Gap(layer, m, n, k) for (m, n, k), layer in sorted(wanted.items())
+            if Key(cu_num, m, n, k) not in table]
+    return len(wanted), gaps
+
+
+def write_untuned(path: Path, gaps: list[Gap]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(UNTUNED_COLUMNS)
+        for g in gaps:
+            w.writerow([g.M, g.N, g.K, False, BF16, BF16, False])
