@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.table import Table
 
-console = Console(stderr=True, highlight=False, force_terminal=None if sys.stderr.isatty() else False)
+# Not a terminal (CI, a log file): plain lines, wide enough that image names and argv are not wrapped.
+console = Console(stderr=True, highlight=False, force_terminal=None if sys.stderr.isatty() else False,
+                  width=None if sys.stderr.isatty() else 200)
 
 
 def plain() -> bool:

@@ -4,9 +4,13 @@ Estimator: one A tile and one B tile per buffer,
     bytes = (BLOCK_M * BLOCK_K * a_bytes + BLOCK_K * BLOCK_N * b_bytes) * buffers
 with buffers = max(1, num_stages) on NVIDIA (a cp.async/TMA ring of num_stages tiles) and
 buffers = max(1, num_stages - 1) on AMD (Triton's stream pipeliner keeps the next tile in registers, so
-num_stages=2 needs one LDS buffer). Unpipelined (num_stages=1), both tiles still pass through shared memory
-together on their way to the dot operand layout, so one buffer of A+B. On the H200 this matched Triton's
-metadata.shared exactly for our kernel (docs/validation-h200.md); the AMD rule could not be measured here.
+num_stages=2 needs one LDS buffer). Unpipelined (num_stages=1) on NVIDIA, both tiles pass through shared memory
+together on their way to the dot operand layout, so one buffer of A+B; on the H200 this matched Triton's
+metadata.shared exactly for our kernel (docs/validation-h200.md).
+Unpipelined on AMD, each operand's blocked -> dot-operand conversion goes through its own short-lived LDS
+scratch, so the need is the larger tile, not the sum. That rule is inferred, not measured (no AMD GPU here):
+aiter ships MI300X configs (e.g. MI300X-FF-A16W16-fused.json, 64x256x128 bf16, num_stages=1) that compile on a
+64 KiB LDS and would not under the A+B rule.
 The estimator ignores the epilogue (C through shared memory) and padding against bank conflicts.
 """
 
@@ -26,7 +30,10 @@ def lds_buffers(num_stages: int, vendor: str) -> int:
 
 
 def estimate(bm: int, bn: int, bk: int, a_bytes: float, b_bytes: float, num_stages: int, vendor: str) -> int:
-    return int((bm * bk * a_bytes + bk * bn * b_bytes) * lds_buffers(num_stages, vendor))
+    a_tile, b_tile = bm * bk * a_bytes, bk * bn * b_bytes
+    if vendor != "nvidia" and num_stages <= 1:
+        return int(max(a_tile, b_tile))
+    return int((a_tile + b_tile) * lds_buffers(num_stages, vendor))
 
 
 def dtype_bytes(filename: str) -> tuple[float, float] | None:

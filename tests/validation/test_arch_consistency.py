@@ -1,5 +1,6 @@
 """GPU_ARCHS, aiter's get_gfx()/dtypes.fp8 and the arch's fp8 dtype, on a CPU host."""
 
+import dataclasses
 import sys
 import textwrap
 
@@ -83,3 +84,19 @@ def test_consistent_aiter_passes(cpu_ctx, monkeypatch, fake_aiter):
     res = arch_consistency.run(cpu_ctx("gfx950", aiter_installed=True))
     assert [c.status for c in res.cases if c.name.startswith("aiter")] == ["passed", "passed"]
     assert res.status == "passed"
+
+
+def test_aiter_that_needs_rocm_is_a_skip_off_amd_and_a_failure_on_amd(cpu_ctx, monkeypatch, fake_aiter, tmp_path):
+    # The real aiter raises at import when /opt/rocm is absent: on a CPU host that is a reasoned skip.
+    (tmp_path / "aiter" / "jit" / "utils" / "chip_info.py").write_text(
+        'raise RuntimeError("ROCm version file not found")\n')
+    monkeypatch.setenv("GPU_ARCHS", "gfx942")
+    ctx = cpu_ctx("gfx942", aiter_installed=True)
+    res = arch_consistency.run(ctx)
+    case = _case(res, "aiter.get_gfx")
+    assert case.status == "skipped" and "ROCm version file not found" in case.note
+    assert res.status == "passed"
+    amd = dataclasses.replace(ctx, info=dataclasses.replace(ctx.info, vendor="amd"))
+    for name in [m for m in sys.modules if m == "aiter" or m.startswith("aiter.")]:
+        del sys.modules[name]
+    assert _case(arch_consistency.run(amd), "aiter.get_gfx").status == "failed"

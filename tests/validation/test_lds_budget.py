@@ -12,6 +12,8 @@ def test_estimator_by_hand():
     assert estimate(128, 128, 64, 2, 2, 2, "nvidia") == (128 * 64 + 64 * 128) * 2 * 2
     assert estimate(64, 64, 64, 1, 1, 1, "nvidia") == 8192  # unpipelined: A+B once
     assert lds_buffers(3, "amd") == 2 and lds_buffers(1, "amd") == 1
+    # Unpipelined on AMD: the larger tile (aiter's MI300X 64x256x128 bf16 stages=1 config fits 64 KiB).
+    assert estimate(64, 256, 128, 2, 2, 1, "amd") == 64 * 1024
 
 
 @pytest.mark.parametrize(("name", "sizes"), [("MI300X-GEMM-A16W16.json", (2, 2)), ("MI350X-GEMM-A8WFP4.json", (1, 0.5)),
