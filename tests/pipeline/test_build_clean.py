@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,9 +17,12 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 
 
+RUN = os.urandom(3).hex()  # tags from earlier runs of this file must not satisfy (or fail) these assertions
+
+
 def build_clean(*args: str, user: str) -> subprocess.CompletedProcess:
     argv = [sys.executable, "-m", "invoke", "build-clean", "--profile", "offline", "--progress", "plain",
-            "--user", user, *args]
+            "--user", f"{user}-{RUN}", *args]
     return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=3600,
                           env={**os.environ, "CI": "true"})
 
@@ -40,7 +44,7 @@ def model(tmp_path_factory) -> Path:
 def test_build_clean_tags_and_reports(docker_engine, model, arch):
     result = build_clean("--arch", arch, "--model", str(model), user="ci-pass")
     assert result.returncode == 0, result.stderr[-4000:]
-    released = tags(docker_engine, f"atom-build/atom-{arch}:ci-pass_")
+    released = tags(docker_engine, f"atom-build/atom-{arch}:ci-pass-{RUN}_")
     assert released, result.stderr[-2000:]
     tag = released[-1].split(":", 1)[1]
     assert len(tag) <= 128 and "_rocmna_aiter0.1.7.post2.dev18_atom0.1.0" in tag
@@ -76,8 +80,9 @@ def test_validation_failure_leaves_no_release_tag(docker_engine, model):
     assert result.returncode == 1, result.stderr[-3000:]
     last = [line for line in result.stderr.splitlines() if line.strip()][-1]
     assert last.startswith("error: validation failed inside the image") and "arch-consistency" in last
-    assert tags(docker_engine, "atom-build/atom-gfx942:ci-badarch") == []
-    assert any(t.endswith("-failed") for t in tags(docker_engine, "atom-build/atom-gfx942:"))
+    assert tags(docker_engine, f"atom-build/atom-gfx942:ci-badarch-{RUN}") == []
+    kept = re.search(r"candidate kept as (\S+) for debugging", result.stderr)
+    assert kept and kept.group(1).endswith("-failed") and kept.group(1) in tags(docker_engine, "atom-build/atom-gfx942:")
     assert our_containers(docker_engine) == []
     assert "Traceback" not in result.stderr
 
@@ -86,7 +91,7 @@ def test_failing_smoke_leaves_no_release_tag(docker_engine, model):
     result = build_clean("--arch", "gfx942", "--model", str(model), "--set", "smoke.min_tokens=1000", user="ci-badsmoke")
     assert result.returncode == 1, result.stderr[-3000:]
     assert "smoke test failed" in result.stderr
-    assert tags(docker_engine, "atom-build/atom-gfx942:ci-badsmoke") == []
+    assert tags(docker_engine, f"atom-build/atom-gfx942:ci-badsmoke-{RUN}") == []
     assert our_containers(docker_engine) == []
 
 
@@ -94,7 +99,7 @@ def test_no_model_means_no_release_tag_unless_allowed(docker_engine):
     result = build_clean("--arch", "gfx942", user="ci-nosmoke")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "no --model given" in result.stderr
-    assert tags(docker_engine, "atom-build/atom-gfx942:ci-nosmoke") == []
+    assert tags(docker_engine, f"atom-build/atom-gfx942:ci-nosmoke-{RUN}") == []
     allowed = build_clean("--arch", "gfx942", "--allow-no-smoke", user="ci-nosmoke")
     assert allowed.returncode == 0, allowed.stderr[-3000:]
-    assert len(tags(docker_engine, "atom-build/atom-gfx942:ci-nosmoke")) == 1
+    assert len(tags(docker_engine, f"atom-build/atom-gfx942:ci-nosmoke-{RUN}")) == 1
