@@ -128,12 +128,12 @@ def validate(state: State, rec) -> None:
     data = json.loads(out.read_text()) if out.is_file() else None
     state.facts["validation"] = data
     if data is None:
-        raise StepFailed(f"validation wrote no report (exit {result.exit_code}): {_tail(result.logs)}")
+        raise StepFailed(f"validation wrote no report (exit {result.exit_code}): {tail(result.logs)}")
     counts = {s: sum(c["status"] == s for c in data["checks"]) for s in ("passed", "failed", "skipped")}
     rec.detail = f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped"
     if result.exit_code != 0 or counts["failed"]:
         failed = ", ".join(c["name"] + (f" ({c['reason']})" if c.get("reason") else "") for c in data["checks"] if c["status"] == "failed")
-        raise StepFailed(f"validation failed inside the image: {failed or _tail(result.logs)}. Log: {out}")
+        raise StepFailed(f"validation failed inside the image: {failed or tail(result.logs)}. Log: {out}")
 
 
 def smoke(state: State, rec) -> None:
@@ -143,16 +143,16 @@ def smoke(state: State, rec) -> None:
         state.facts["smoke"] = {"status": "skipped", "reason": rec.detail}
         return
     result = engine.run_container(state.cli, state.ids["candidate"], plan.smoke)
-    parsed = _smoke_result(result.logs)
+    parsed = smoke_result(result.logs)
     state.facts["smoke"] = {"status": "passed" if result.exit_code == 0 else "failed", "exit_code": result.exit_code,
                             "command": list(plan.smoke.command), "model": str(plan.options.model),
                             "result": parsed, "output": result.logs[-8000:]}
     if result.exit_code != 0 or parsed is None:
-        raise StepFailed(f"the smoke test failed (exit {result.exit_code}): {_tail(result.logs)}")
+        raise StepFailed(f"the smoke test failed (exit {result.exit_code}): {tail(result.logs)}")
     rec.detail = f"{parsed.get('new_tokens')} new tokens ({parsed.get('counted_by')})"
 
 
-def _smoke_result(logs: str) -> dict | None:
+def smoke_result(logs: str) -> dict | None:
     for line in reversed(logs.splitlines()):
         if line.startswith("SMOKE_RESULT "):
             try:
@@ -182,7 +182,7 @@ def _patch_summary(data: dict | None) -> str:
     return ", ".join(f"{p['name']}={p['outcome']}" for p in data.get("patches", []))
 
 
-def _tail(text: str, lines: int = 3) -> str:
+def tail(text: str, lines: int = 3) -> str:
     kept = [line for line in text.strip().splitlines() if line.strip()][-lines:]
     return " | ".join(kept)[:400] or "no output"
 

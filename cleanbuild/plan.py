@@ -218,6 +218,11 @@ def validation_run(repo_root: Path, arch: str, device: str, run_id: str, out_dir
 def _smoke(profile: Profile, options: Options) -> tuple[RunSpec | None, str | None]:
     if options.model is None:
         return None, "no --model given: nothing to generate tokens with"
+    return smoke_run(profile, options.model, options.run_id, options.run_dir), None
+
+
+def smoke_run(profile: Profile, model: Path, run_id: str, out_dir: Path) -> RunSpec:
+    """The profile's smoke command, wrapped by the image's smoke.py that counts the new tokens."""
     conf = profile.section("smoke")
     raw = conf.get("command", ())
     template = shlex.split(raw) if isinstance(raw, str) else [str(a) for a in raw]
@@ -227,11 +232,17 @@ def _smoke(profile: Profile, options: Options) -> tuple[RunSpec | None, str | No
     min_tokens = str(conf.get("min_tokens", 10))
     return RunSpec(
         step="smoke",
-        name=f"atom-smoke-{options.run_id}",
+        name=f"atom-smoke-{run_id}",
         command=("python", f"{IN_IMAGE}/smoke.py", "--model", "/model", "--min-tokens", min_tokens, "--", *command),
-        mounts=((str(options.model), "/model", "ro"), (str(options.run_dir), "/out", "rw")),
+        mounts=((str(model), "/model", "ro"), (str(out_dir), "/out", "rw")),
         gpu=bool(conf.get("gpu", True)),
-    ), None
+    )
+
+
+def patch_build(root: Path, image: str, tag: str, only: tuple[str, ...] = ()) -> BuildSpec:
+    """The patch layer on top of any image (`invoke patch --image`); build-clean uses Plan.patch."""
+    args = [("IMAGE", image)] + ([("PATCH_ONLY", " ".join(only))] if only else [])
+    return BuildSpec("patch", root / DOCKER_DIR / "Dockerfile.patch", root, None, tuple(args), tag)
 
 
 def dockerfile_args(dockerfile: Path) -> set[str]:

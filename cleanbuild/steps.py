@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -12,7 +11,17 @@ from . import buildx, engine, pipeline, report
 from .arch import Arch, host_runner, resolve
 from .console import console, key_values
 from .errors import BuildFailed, StepFailed, UsageError
-from .plan import Plan, bake_argv, bake_file, check_build_args, commands, make_plan
+from .plan import (
+    REPO_ROOT,
+    Plan,
+    bake_argv,
+    bake_file,
+    check_build_args,
+    commands,
+    make_plan,
+    patch_build,
+    smoke_run,
+)
 from .profiles import Profile
 from .run import quote, run, run_logged
 from .settings import Inputs, cache_dir, load_profile, options, user_name
@@ -148,39 +157,34 @@ def clean(inputs: Inputs, config, *, wheels_image: str | None, dry_run: bool) ->
 def patch(*, src: str | None, image: str | None, only: tuple[str, ...], check: bool, dry_run: bool) -> int:
     if bool(src) == bool(image):
         raise UsageError("give exactly one of --src DIR or --image TAG.")
-    root = Path(__file__).resolve().parent.parent
     mode = "check" if check or dry_run else "apply"
     if src:
         argv = [sys.executable, "-m", "patches", mode, "--root", str(Path(src).resolve())]
         argv += [x for name in only for x in ("--only", name)]
-        return run(argv, check=False, cwd=root).returncode
-    dockerfile = root / "docker" / "Dockerfile.patch"
-    argv = ["docker", "buildx", "build", "--network", "host", "--load", "-f", str(dockerfile),
-            "--build-arg", f"IMAGE={image}", "-t", f"{image}-patched" if ":" in image else f"{image}:patched", str(root)]
-    if only:
-        argv[-1:-1] = ["--build-arg", f"PATCH_ONLY={' '.join(only)}"]
+        return run(argv, check=False, cwd=REPO_ROOT).returncode
+    target = f"{image}-patched" if ":" in image.rsplit("/", 1)[-1] else f"{image}:patched"
+    spec = patch_build(REPO_ROOT, image, target, only)
+    check_build_args(spec)
+    argv = spec.argv(builder=None, progress="auto", ca_bundle=None)
     if dry_run:
         print(quote(argv))
         return 0
-    return run(argv, check=False).returncode
+    code = run(argv, check=False).returncode
+    if code == 0:
+        console.print(f"[green]✓[/green] patched image {target}")
+    return code
 
 
 def smoke(image: str, model: str, inputs: Inputs, config) -> None:
     profile = load_profile(inputs, config)
-    arch = Arch.GFX942  # the smoke command does not depend on the arch; the plan needs one
-    o = options(Inputs(model=model), config, arch=arch)
-    plan = make_plan(profile, o) if not profile.offline else make_plan(profile, _with_context(o))
+    o = options(Inputs(model=model), config, arch=Arch.GFX942)  # validates --model; the arch plays no part here
+    spec = smoke_run(profile, o.model, o.run_id, o.run_dir)
     cli = engine.client()
-    state = pipeline.State(plan, cli)
-    state.ids["candidate"] = image
-    with state.log.step("smoke") as rec:
-        pipeline.smoke(state, rec)
-
-
-def _with_context(o):
-    from dataclasses import replace
-
-    return replace(o, context=Path("."))
+    result = engine.run_container(cli, image, spec)
+    parsed = pipeline.smoke_result(result.logs)
+    if result.exit_code != 0 or parsed is None:
+        raise StepFailed(f"the smoke test failed (exit {result.exit_code}): {pipeline.tail(result.logs)}")
+    console.print(f"[green]✓[/green] {parsed.get('new_tokens')} new tokens ({parsed.get('counted_by')}): {parsed.get('completion')!r}")
 
 
 def tag(image: str, *, user_flag: str | None, config, dry_run: bool) -> None:
@@ -189,8 +193,10 @@ def tag(image: str, *, user_flag: str | None, config, dry_run: bool) -> None:
     if data is None:
         raise UsageError(f"{image} has no {pipeline.IN_IMAGE}/versions.json. To fix, tag an image built by build-clean.")
     versions = ImageVersions.from_json(data)
+    labels = engine.inspect(cli, image).get("Config", {}).get("Labels") or {}
+    arch, ck = labels.get("io.atom-build.arch", versions.arch or "unknown"), labels.get("io.atom-build.ck-mode", "ck")
+    repo = f"{config.get('registry', 'atom-build')}/atom-{arch}" + ("-ckfree" if ck == "ckfree" else "")
     result = make_tag(TagParts(user_name(user_flag, config), today(), versions.rocm, versions.aiter, versions.atom))
-    repo = f"{config.get('registry', 'atom-build')}/atom"
     print_rows("tag", {"tag": f"{repo}:{result.value}", "rocm": versions.rocm, "aiter": versions.aiter,
                        "atom": versions.atom, "length": len(result.value),
                        "changes": "; ".join(result.steps) or "none needed"})
@@ -236,7 +242,3 @@ def print_report(tag: str) -> None:
     if data is None:
         raise StepFailed(f"no report for {tag}. To fix, pass the release tag build-clean printed (see reports/).")
     print(report.markdown(data), end="")
-
-
-def remove_tree(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)

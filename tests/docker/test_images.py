@@ -90,8 +90,8 @@ def test_manifest_matches_the_wheels(wheels_files, built):
 def test_clean_image_labels_and_environment(docker_engine, built):
     image = docker_engine.images.get(built.clean_id)
     labels, env = image.labels, dict(e.split("=", 1) for e in image.attrs["Config"]["Env"])
-    assert labels["org.rocm.atom-build.arch"] == built.variant.arch
-    assert labels["org.rocm.atom-build.ck-mode"] == built.variant.ck_mode
+    assert labels["io.atom-build.arch"] == built.variant.arch
+    assert labels["io.atom-build.ck-mode"] == built.variant.ck_mode
     assert labels["org.opencontainers.image.revision"] == "test"  # passed by the host with --label
     assert env["GPU_ARCHS"] == built.variant.arch and env["PYTORCH_ROCM_ARCH"] == built.variant.arch
     assert env["PATH"].startswith("/opt/venv/bin:")

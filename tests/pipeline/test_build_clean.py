@@ -103,3 +103,31 @@ def test_no_model_means_no_release_tag_unless_allowed(docker_engine):
     allowed = build_clean("--arch", "gfx942", "--allow-no-smoke", user="ci-nosmoke")
     assert allowed.returncode == 0, allowed.stderr[-3000:]
     assert len(tags(docker_engine, f"atom-build/atom-gfx942:ci-nosmoke-{RUN}")) == 1
+
+
+def test_single_step_tasks_on_a_clean_image(docker_engine, model):
+    """A developer iterating on one step: patch one patch onto the clean image, smoke it, see its tag."""
+    from cleanbuild import offline, profiles
+    from cleanbuild.arch import Arch
+    from cleanbuild.plan import Options, make_plan
+
+    plan = make_plan(profiles.load("offline"), Options(arch=Arch.GFX950, context=offline.sources_dir(),
+                                                       base_image=offline.standin_image_name()))
+    if not docker_engine.images.list(name=plan.clean.image):
+        assert build_clean("--arch", "gfx950", user="ci-steps").returncode == 0
+    patched = invoke("patch", "--image", plan.clean.image, "--only", "jit-core-runtime-error")
+    assert patched.returncode == 0, patched.stderr[-2000:]
+    target = plan.clean.image + "-patched"
+    report = json.loads(docker_engine.containers.run(target, ["cat", "/opt/atom-build/patches.json"], remove=True))
+    assert [(p["name"], p["outcome"]) for p in report["patches"]] == [("jit-core-runtime-error", "applied")]
+    smoke = invoke("smoke", "--image", target, "--model", str(model), "--profile", "offline")
+    assert smoke.returncode == 0 and "10 new tokens" in smoke.stderr, smoke.stderr[-2000:]
+    shown = invoke("tag", "--image", target, "--user", "Dr. Who", "--dry-run")
+    assert shown.returncode == 0, shown.stderr
+    assert "atom-build/atom-gfx950:Dr.-Who_" in shown.stderr and "made tag-safe" in shown.stderr
+    assert not [t for i in docker_engine.images.list() for t in i.tags if t.startswith("atom-build/atom-gfx950:Dr.-Who_")]
+
+
+def invoke(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=900, env={**os.environ, "CI": "true"})
