@@ -24,6 +24,8 @@ ATOM_FIXTURE = REPO_ROOT / "tests" / "fixtures" / "atom_pkg"
 DOCKER_SCRIPTS = REPO_ROOT / "docker" / "scripts"
 
 STANDIN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# Entries of [standin].wheels that are build tools, not runtime components: fetched, never resolved as deps.
+NOT_RUNTIME = ("installer",)
 
 
 
@@ -92,11 +94,14 @@ def _fill_component(dest: Path, requirement: str, pins: dict) -> None:
 
 
 def _fill_deps(local: Path, pins: dict) -> None:
-    """Download the runtime closure of the component wheels (and the listed deps) into local/deps/."""
+    """Download the runtime closure of the component wheels (and the listed deps) into local/deps/.
+
+    The installer (uv) is left out: it is no runtime dependency and must not pull anything into the closure.
+    """
     deps = local / "deps"
     deps.mkdir()
     component_wheels = sorted(
-        str(p) for name in pins["wheels"] for p in (local / name).glob("*.whl")
+        str(p) for name in pins["wheels"] if name not in NOT_RUNTIME for p in (local / name).glob("*.whl")
     )
     with tempfile.TemporaryDirectory() as tmp:
         # pip copies file requirements into -d too; download to tmp and keep only what is not a component.
@@ -126,7 +131,8 @@ def prepare_sources(cache_dir: Path = DEFAULT_CACHE_DIR, pins: dict | None = Non
         local.mkdir(parents=True)
         for name, requirement in pins["wheels"].items():
             _fill_component(local / name, requirement, pins)
-        for name in ("torch", "torchvision", "torchaudio", "triton", "triton_kernels", "flydsl", "mori", "aiter"):
+        for name in ("torch", "torchvision", "torchaudio", "triton", "triton_kernels", "flydsl", "mori", "aiter",
+                     "installer"):
             (local / name).mkdir(exist_ok=True)  # empty: the component is `none` offline
         _fill_deps(local, pins)
         (context / ".complete").write_text(json.dumps(pins, sort_keys=True, indent=1) + "\n")

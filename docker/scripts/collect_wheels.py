@@ -5,6 +5,9 @@ Which components must be there follows the Dockerfile.wheels build arguments, re
 (TORCH_SOURCE, TORCHVISION_VERSION, MORI_SOURCE, ...): a component whose source is `none` is not expected.
 Fails (exit 1, one line per problem) when an expected wheel is missing, when two wheels claim one project, or when
 PREBUILD_KERNELS=1 but the aiter wheel holds no compiled kernels for GPU_ARCH.
+
+The installer (the uv wheel of --installer, INSTALLER_SOURCE / INSTALLER_VERSION) is recorded apart, as the
+manifest's top-level "installer": never among "wheels", so never in the requirements or the runtime venv.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+INSTALLER = "uv"
 COMPONENTS = ("torch", "torchvision", "torchaudio", "triton", "triton_kernels", "flydsl", "mori", "aiter", "atom")
 
 
@@ -84,9 +88,37 @@ def compiled_kernels(path: Path, arch: str) -> list[str]:
     return found
 
 
+def installer_entry(folder: Path | None, errors: list[str]) -> dict | None:
+    """The uv wheel in `folder` as a manifest entry; None when INSTALLER_SOURCE is none (or unset) and none is there."""
+    source = env("INSTALLER_SOURCE", "none")
+    wheels = sorted(folder.glob("*.whl")) if folder is not None and folder.is_dir() else []
+    if source == "none" and not wheels:
+        return None
+    package = env("INSTALLER_PACKAGE") or INSTALLER
+    ref = f"pypi:{package}=={env('INSTALLER_VERSION')}" if source == "pypi" else f"{source}:local/installer"
+    if len(wheels) != 1:
+        errors.append(f"component 'installer' (from {ref}): expected one {INSTALLER} wheel in {folder}, "
+                      f"found {len(wheels)}: {', '.join(w.name for w in wheels) or 'none'}")
+        return None
+    whl = wheels[0]
+    try:
+        name, version = wheel_metadata(whl)
+    except (zipfile.BadZipFile, ValueError, KeyError) as exc:
+        errors.append(f"component 'installer': unreadable wheel {whl.name}: {exc}")
+        return None
+    want = env("INSTALLER_VERSION")
+    if normalize(name) != INSTALLER:
+        errors.append(f"component 'installer': {whl.name} is {name}, not {INSTALLER}")
+    elif want and version != want:
+        errors.append(f"component 'installer': {whl.name} is {INSTALLER} {version}, the profile pins {want}")
+    return {"name": name, "version": version, "filename": whl.name, "sha256": sha256(whl),
+            "size": whl.stat().st_size, "source": ref}
+
+
 def collect(in_root: Path, out: Path, arch: str, ck_mode: str, prebuild: bool, manifest_only: bool = False,
-            ) -> list[str]:
+            installer: Path | None = None) -> list[str]:
     errors: list[str] = []
+    installer_info = installer_entry(installer, errors)
     plan: list[tuple[str, Path, str]] = []
     for component in COMPONENTS:
         ref = source_ref(component)
@@ -131,6 +163,8 @@ def collect(in_root: Path, out: Path, arch: str, ck_mode: str, prebuild: bool, m
         shutil.copy2(whl, out / whl.name)
     manifest = {"schema": 1, "arch": arch, "ck_mode": ck_mode, "prebuild_kernels": prebuild,
                 "wheels": sorted(entries, key=lambda e: normalize(e["name"]))}
+    if installer_info is not None:
+        manifest["installer"] = installer_info
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return []
 
@@ -145,6 +179,15 @@ def write_requirements(manifest_path: Path, requirements: Path, constraints: Pat
     return len(wheels)
 
 
+def write_installer_requirement(manifest_path: Path, out: Path) -> str:
+    """A one-line --require-hashes requirements file for the manifest's installer (uv==V --hash=sha256:...)."""
+    entry = json.loads(manifest_path.read_text()).get("installer")
+    if not entry:
+        raise SystemExit(f"collect_wheels: error: {manifest_path} records no installer")
+    out.write_text(f"{entry['name']}=={entry['version']} --hash=sha256:{entry['sha256']}\n")
+    return f"{entry['name']}=={entry['version']}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -155,17 +198,25 @@ def main(argv: list[str] | None = None) -> int:
     col.add_argument("--enable-ck", choices=("0", "1"), required=True)
     col.add_argument("--prebuild-kernels", choices=("0", "1"), default="0")
     col.add_argument("--manifest-only", action="store_true", help="write manifest.json, copy no wheel")
+    col.add_argument("--installer", type=Path, help="folder holding the installer (uv) wheel, recorded apart")
     req = sub.add_parser("requirements", help="requirements with --hash=sha256 (and constraints) from a manifest")
     req.add_argument("--manifest", type=Path, required=True)
     req.add_argument("--out", type=Path, required=True)
     req.add_argument("--constraints", type=Path)
+    ins = sub.add_parser("installer-requirement", help="the manifest's installer as a hashed requirement")
+    ins.add_argument("--manifest", type=Path, required=True)
+    ins.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
+    if args.command == "installer-requirement":
+        print(f"collect_wheels: {write_installer_requirement(args.manifest, args.out)} (hashed) in {args.out}")
+        return 0
     if args.command == "requirements":
         count = write_requirements(args.manifest, args.out, args.constraints)
         print(f"collect_wheels: {count} hashed requirements in {args.out}")
         return 0
     ck_mode = "ck" if args.enable_ck == "1" else "ckfree"
-    errors = collect(args.in_root, args.out, args.arch, ck_mode, args.prebuild_kernels == "1", args.manifest_only)
+    errors = collect(args.in_root, args.out, args.arch, ck_mode, args.prebuild_kernels == "1", args.manifest_only,
+                     args.installer)
     for line in errors:
         print(f"collect_wheels: error: {line}", file=sys.stderr)
     if errors:

@@ -6,6 +6,8 @@ import hashlib
 import io
 import json
 import shutil
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -67,16 +69,26 @@ class _Reader(io.RawIOBase):
         return n
 
 
+INSTALLER_DIR = "wheels/installer/"
+
+
+def _runtime_wheel(name: str) -> bool:
+    """A wheel directly under /wheels (what --find-links /wheels sees); the installer lives in wheels/installer/."""
+    return name.endswith(".whl") and "/" not in name.removeprefix("wheels/")
+
+
 def test_wheels_image_holds_only_wheels_and_manifest(wheels_files):
     names = set(wheels_files)
     assert "wheels/manifest.json" in names
-    assert all(n.startswith("wheels/") and (n.endswith(".whl") or n == "wheels/manifest.json") for n in names), names
+    installer = {n for n in names if n.startswith(INSTALLER_DIR)}
+    assert all(n == "wheels/manifest.json" or _runtime_wheel(n) for n in names - installer), names
+    assert all(n.removeprefix(INSTALLER_DIR).startswith("uv-") and n.endswith(".whl") for n in installer), installer
 
 
 def test_manifest_matches_the_wheels(wheels_files, built):
     manifest = json.loads(wheels_files["wheels/manifest.json"])
     listed = {f"wheels/{w['filename']}": w for w in manifest["wheels"]}
-    on_disk = {n for n in wheels_files if n.endswith(".whl")}
+    on_disk = {n for n in wheels_files if _runtime_wheel(n)}
     assert set(listed) == on_disk
     for name, entry in listed.items():
         assert entry["sha256"] == wheels_files[name], name
@@ -85,6 +97,34 @@ def test_manifest_matches_the_wheels(wheels_files, built):
     components = {w["component"] for w in manifest["wheels"]}
     assert {"torch", "triton", "aiter", "atom", "deps"} <= components
     assert manifest["arch"] == built.variant.arch and manifest["ck_mode"] == built.variant.ck_mode
+
+
+def test_manifest_records_the_installer_apart(wheels_files, tmp_path):
+    """uv: one wheel in wheels/installer/, its own manifest entry (hash of that file), never a runtime wheel."""
+    from cleanbuild import profiles
+
+    pin = profiles.load("offline").component("installer").fields
+    manifest = json.loads(wheels_files["wheels/manifest.json"])
+    installer = manifest["installer"]
+    on_disk = [n for n in wheels_files if n.startswith(INSTALLER_DIR)]
+    assert on_disk == [INSTALLER_DIR + installer["filename"]]
+    assert installer["name"] == "uv" and installer["version"] == pin["version"]
+    assert installer["sha256"] == wheels_files[on_disk[0]] and installer["size"] > 0 and installer["source"]
+    assert not [w for w in manifest["wheels"] if w["name"].lower() == "uv" or w["filename"].startswith("uv-")]
+    # What the clean build installs into the venv comes from these files: uv is in neither.
+    (tmp_path / "manifest.json").write_text(wheels_files["wheels/manifest.json"])
+    script = REPO / "docker" / "scripts" / "collect_wheels.py"
+    subprocess.run([sys.executable, str(script), "requirements", "--manifest", str(tmp_path / "manifest.json"),  # noqa: S603
+                    "--out", str(tmp_path / "r.txt"), "--constraints", str(tmp_path / "c.txt")], check=True)
+    for name in ("r.txt", "c.txt"):
+        lines = (tmp_path / name).read_text().splitlines()
+        assert len(lines) == len(manifest["wheels"]) and not [ln for ln in lines if ln.lower().startswith("uv==")]
+
+
+def test_offline_deps_closure_leaves_the_installer_out(offline_context):
+    local = offline_context / "local"
+    assert [p.name for p in (local / "installer").glob("*.whl")][0].startswith("uv-")
+    assert not list((local / "deps").glob("uv-*.whl"))
 
 
 def test_clean_image_labels_and_environment(docker_engine, built):
@@ -119,9 +159,14 @@ AUDIT = r"""
 import importlib.metadata as md, json, os, shutil, glob
 print(json.dumps({
     "binaries": {b: shutil.which(b) for b in ("git", "gcc", "cc", "c++", "g++", "clang", "make")},
-    "caches": sorted(p for p in ("/root/.cache", os.path.expanduser("~/.cache/pip")) if os.path.exists(p))
-              + glob.glob("/tmp/pip-*"),
+    "caches": sorted(p for p in ("/root/.cache", os.path.expanduser("~/.cache/pip"), os.path.expanduser("~/.cache/uv"))
+                     if os.path.exists(p)) + glob.glob("/tmp/pip-*") + glob.glob("/tmp/uv*"),
     "dists": {d.metadata["Name"]: d.version for d in md.distributions()},
+    "installed_by": {d.metadata["Name"]: (d.read_text("INSTALLER") or "").strip() for d in md.distributions()},
+    # The installer: nothing named uv/uvx on PATH, under /tmp or in the venv's bin (its wheel's scripts).
+    "uv": sorted({p for b in ("uv", "uvx") for p in [shutil.which(b)] if p}
+                 | {os.path.join(d, f) for d, _, files in os.walk("/tmp") for f in files if f in ("uv", "uvx")}
+                 | set(glob.glob("/opt/venv/bin/uv*"))),
     "leftovers": [p for p in ("/wheels", "/opt/atom-build-scripts") if os.path.exists(p) and os.listdir(p)],
     # Only empty bind-mount points may stay in /tmp (this BuildKit keeps them as empty folders).
     "tmp": sorted(os.path.join(d, f) for d, _, files in os.walk("/tmp") for f in files)
@@ -142,12 +187,24 @@ def test_no_compiler_git_or_pip_cache(audit):
     assert audit["tmp"] == []
 
 
+def test_no_installer_left_in_the_clean_image(audit):
+    assert audit["uv"] == []
+    assert "uv" not in {name.lower() for name in audit["dists"]}
+
+
 def test_installed_exactly_the_manifest(audit, docker_engine, built, dk):
     manifest = dk.image_json(docker_engine, built.clean_id, "/opt/atom-build/manifest.json")
     dists = {name.lower().replace("_", "-"): v for name, v in audit["dists"].items()}
     for wheel in manifest["wheels"]:
         assert dists.get(wheel["name"].lower().replace("_", "-")) == wheel["version"], wheel["name"]
     assert not [d for d in dists if d.startswith("nvidia-")]
+    # Nothing beyond the manifest but the venv's own pip.
+    assert set(dists) - {w["name"].lower().replace("_", "-") for w in manifest["wheels"]} <= {"pip"}
+    # The manifest's installer (uv) did the install: every runtime wheel says so in its INSTALLER record.
+    if manifest.get("installer"):
+        by = {name.lower().replace("_", "-"): i for name, i in audit["installed_by"].items()}
+        assert {w["name"]: by[w["name"].lower().replace("_", "-")] for w in manifest["wheels"]} == {
+            w["name"]: "uv" for w in manifest["wheels"]}
 
 
 def test_smoke_generates_ten_tokens(docker_engine, built, tmp_path_factory, dk):
@@ -198,6 +255,32 @@ def test_clean_refuses_a_list_of_archs(offline_context, standin_base, built, dk)
                      build_args={"WHEELS_IMAGE": built.wheels_tag, "BASE_IMAGE": standin_base,
                                  "GPU_ARCH": "gfx942;gfx950", "ENABLE_CK": "0"}, what="clean two archs (must fail)")
     assert "GPU_ARCH must be one arch" in info.value.output
+
+
+@pytest.mark.parametrize("tampered", ["runtime", "installer"])
+def test_clean_refuses_a_tampered_hash(docker_engine, standin_base, built, wheels_files, tmp_path, dk, tampered):
+    """A manifest hash that does not match its wheel stops the install: uv for a runtime wheel, pip for uv itself."""
+    if built.variant.name != "gfx942-ckfree":
+        pytest.skip("checked on one variant")
+    manifest = json.loads(wheels_files["wheels/manifest.json"])
+    entry = manifest["installer"] if tampered == "installer" else next(
+        w for w in manifest["wheels"] if w["name"] == "numpy")
+    entry["sha256"] = "0" * 64
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    (tmp_path / "Dockerfile").write_text(f"FROM {built.wheels_tag}\nCOPY manifest.json /wheels/manifest.json\n")
+    tag = f"atom-build/wheels:tampered-{tampered}-test"
+    dk.buildx_build(tmp_path / "Dockerfile", tmp_path, tags=[tag], what=f"wheels tampered {tampered}")
+    try:
+        with pytest.raises(dk.BuildError) as info:
+            dk.buildx_build(dk.DOCKER_DIR / "Dockerfile.clean", REPO, target="clean",
+                            build_args={"WHEELS_IMAGE": tag, "BASE_IMAGE": standin_base, "GPU_ARCH": "gfx942",
+                                        "ENABLE_CK": "0"}, what=f"clean tampered {tampered} (must fail)")
+        if tampered == "installer":
+            assert "THESE PACKAGES DO NOT MATCH THE HASHES" in info.value.output
+        else:
+            assert "Hash mismatch for `numpy==" in info.value.output
+    finally:
+        docker_engine.images.remove(tag, force=True)
 
 
 @pytest.mark.skipif(not (REPO / "patches" / "__main__.py").is_file(), reason="patches/ is not written yet")

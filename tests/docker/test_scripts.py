@@ -108,6 +108,52 @@ def test_requirements_carry_the_hashes(components, tmp_path):
     assert "torch==2.13.0" in cons.read_text().splitlines()
 
 
+def test_installer_is_recorded_apart(components, tmp_path, monkeypatch):
+    monkeypatch.setenv("INSTALLER_SOURCE", "local")
+    monkeypatch.setenv("INSTALLER_VERSION", "0.13.9")
+    uv = make_wheel(tmp_path / "installer", "uv", "0.13.9")
+    out = tmp_path / "wheels"
+    assert collect_wheels.collect(components, out, "gfx942", "ckfree", prebuild=False,
+                                  installer=tmp_path / "installer") == []
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["installer"] == {"name": "uv", "version": "0.13.9", "filename": uv.name,
+                                     "sha256": collect_wheels.sha256(uv), "size": uv.stat().st_size,
+                                     "source": "local:local/installer"}
+    assert "uv" not in {w["name"] for w in manifest["wheels"]}
+    assert not (out / uv.name).exists()  # collect copies runtime wheels only
+    reqs, cons, one = tmp_path / "r.txt", tmp_path / "c.txt", tmp_path / "uv.txt"
+    assert collect_wheels.write_requirements(out / "manifest.json", reqs, cons) == 5
+    assert "uv" not in reqs.read_text() + cons.read_text()
+    assert collect_wheels.write_installer_requirement(out / "manifest.json", one) == "uv==0.13.9"
+    assert one.read_text() == f"uv==0.13.9 --hash=sha256:{collect_wheels.sha256(uv)}\n"
+
+
+def test_installer_none_leaves_no_entry(components, tmp_path):
+    out = tmp_path / "wheels"
+    assert collect_wheels.collect(components, out, "gfx942", "ckfree", prebuild=False,
+                                  installer=tmp_path / "installer") == []
+    assert "installer" not in json.loads((out / "manifest.json").read_text())
+    with pytest.raises(SystemExit, match="records no installer"):
+        collect_wheels.write_installer_requirement(out / "manifest.json", tmp_path / "uv.txt")
+
+
+@pytest.mark.parametrize(("name", "version", "error"), [
+    (None, None, "expected one uv wheel"),
+    ("uv", "0.13.8", "uv 0.13.8, the profile pins 0.13.9"),
+    ("pip", "0.13.9", "is pip, not uv"),
+])
+def test_installer_missing_or_wrong_fails(components, tmp_path, monkeypatch, name, version, error):
+    monkeypatch.setenv("INSTALLER_SOURCE", "pypi")
+    monkeypatch.setenv("INSTALLER_VERSION", "0.13.9")
+    (tmp_path / "installer").mkdir()
+    if name:
+        make_wheel(tmp_path / "installer", name, version)
+    errors = collect_wheels.collect(components, tmp_path / "wheels", "gfx942", "ckfree", prebuild=False,
+                                    installer=tmp_path / "installer")
+    assert len(errors) == 1 and "component 'installer'" in errors[0] and error in errors[0], errors
+    assert not (tmp_path / "wheels" / "manifest.json").exists()
+
+
 @pytest.mark.parametrize(("stdout", "text"), [
     ("Prompt: 'x'\nCompletion: 'the cat sat'\n", "the cat sat"),
     ("Completion: \"it's here\"\n", "it's here"),
