@@ -7,6 +7,8 @@ tests/fixtures/atom_pkg. Everything is cached under a cache dir, keyed by the pi
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -57,7 +59,33 @@ def sources_dir(cache_dir: Path = DEFAULT_CACHE_DIR, pins: dict | None = None) -
     return Path(cache_dir) / f"context-{pins_key(pins or load_pins())}"
 
 
+@contextlib.contextmanager
+def _locked(cache_dir: Path):
+    """One preparer at a time per cache dir: two builds started together must not rewrite the context under
+    each other (the second waits, then finds everything in place)."""
+    cache_dir = Path(cache_dir)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with (cache_dir / ".lock").open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def ensure_standin_base(cache_dir: Path = DEFAULT_CACHE_DIR, pins: dict | None = None) -> str:
+    """The stand-in base image's name, built (mmdebstrap + docker import) when it is not there yet."""
+    with _locked(cache_dir):
+        return _ensure_standin_base(cache_dir, pins)
+
+
+def prepare_sources(cache_dir: Path = DEFAULT_CACHE_DIR, pins: dict | None = None) -> Path:
+    """The offline build context for these pins, fetched once and refreshed (ATOM stand-in, scripts) each call."""
+    with _locked(cache_dir):
+        return _prepare_sources(cache_dir, pins)
+
+
+def _ensure_standin_base(cache_dir: Path, pins: dict | None) -> str:
     """A Debian image with Python and pip, made by mmdebstrap; built once per (suite, packages)."""
     pins = pins or load_pins()
     image = standin_image_name(pins)
@@ -120,7 +148,7 @@ def _copy_scripts(context: Path) -> None:
     shutil.copytree(DOCKER_SCRIPTS, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
 
 
-def prepare_sources(cache_dir: Path = DEFAULT_CACHE_DIR, pins: dict | None = None) -> Path:
+def _prepare_sources(cache_dir: Path, pins: dict | None) -> Path:
     """Return a build context holding local/<component>/ and docker/scripts/, built once per pins key."""
     pins = pins or load_pins()
     context = sources_dir(cache_dir, pins)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -131,3 +133,40 @@ def test_single_step_tasks_on_a_clean_image(docker_engine, model):
 def invoke(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=900, env={**os.environ, "CI": "true"})
+
+
+def test_ctrl_c_removes_containers_and_leaves_no_release_tag(docker_engine, model):
+    # A smoke command that hangs: Ctrl-C arrives while its container runs.
+    argv = [sys.executable, "-m", "invoke", "build-clean", "--profile", "offline", "--arch", "gfx942",
+            "--model", str(model), "--user", f"ci-intr-{RUN}", "--progress", "plain",
+            "--set", "smoke.command=python -c 'import time; time.sleep(120)'"]
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,  # noqa: S603
+                            start_new_session=True, env={**os.environ, "CI": "true"})
+    try:
+        deadline = time.monotonic() + 600
+        while not any(n.startswith("atom-smoke-") for n in our_containers(docker_engine)):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-3000:]
+            time.sleep(0.5)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err[-3000:]
+    assert "interrupted" in err.splitlines()[-1]
+    assert our_containers(docker_engine) == []
+    assert tags(docker_engine, f"atom-build/atom-gfx942:ci-intr-{RUN}") == []
+
+
+def test_two_builds_at_once_do_not_collide(docker_engine, model):
+    runs = [subprocess.Popen([sys.executable, "-m", "invoke", "build-clean", "--profile", "offline", "--arch", arch,  # noqa: S603
+                              *extra, "--model", str(model), "--user", f"ci-twin-{RUN}", "--progress", "plain"],
+                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "CI": "true"})
+            for arch, extra in (("gfx942", ()), ("gfx942", ("--ck-free",)))]
+    results = [(p, *p.communicate(timeout=1800)) for p in runs]
+    for proc, _, err in results:
+        assert proc.returncode == 0, err[-3000:]
+    assert len(tags(docker_engine, f"atom-build/atom-gfx942:ci-twin-{RUN}_")) == 1
+    assert len(tags(docker_engine, f"atom-build/atom-gfx942-ckfree:ci-twin-{RUN}_")) == 1
+    assert our_containers(docker_engine) == []
