@@ -188,6 +188,14 @@ def write_installer_requirement(manifest_path: Path, out: Path) -> str:
     return f"{entry['name']}=={entry['version']}"
 
 
+def nvidia_packages() -> list[str]:
+    """CUDA runtime wheels (nvidia-*) installed into this interpreter: a ROCm image must have none."""
+    import importlib.metadata
+
+    names = {(d.metadata["Name"] or "") for d in importlib.metadata.distributions()}
+    return sorted(n for n in names if normalize(n).startswith("nvidia-"))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -206,7 +214,13 @@ def main(argv: list[str] | None = None) -> int:
     ins = sub.add_parser("installer-requirement", help="the manifest's installer as a hashed requirement")
     ins.add_argument("--manifest", type=Path, required=True)
     ins.add_argument("--out", type=Path, required=True)
+    sub.add_parser("no-nvidia", help="fail when an nvidia-* package is installed in this interpreter")
     args = parser.parse_args(argv)
+    if args.command == "no-nvidia":
+        found = nvidia_packages()
+        if found:
+            print(f"collect_wheels: error: nvidia-* packages in a ROCm image: {', '.join(found)}", file=sys.stderr)
+        return 1 if found else 0
     if args.command == "installer-requirement":
         print(f"collect_wheels: {write_installer_requirement(args.manifest, args.out)} (hashed) in {args.out}")
         return 0

@@ -184,3 +184,18 @@ def test_smoke_fails_on_too_few_tokens_or_a_failed_command(tmp_path):
     code, result = run_smoke(tmp_path, sys.executable, "-c", "import sys; print(\"Completion: 'a b'\"); sys.exit(3)",
                              min_tokens=1)
     assert code == 1 and result["returncode"] == 3
+
+
+def test_no_nvidia_finds_cuda_wheels_in_the_interpreter(monkeypatch):
+    import importlib.metadata
+
+    class Dist:
+        def __init__(self, name):
+            self.metadata = {"Name": name}
+
+    fake = [Dist("torch"), Dist("nvidia_cublas_cu12"), Dist("NVIDIA-NCCL-cu12"), Dist("numpy")]
+    monkeypatch.setattr(importlib.metadata, "distributions", lambda: fake)
+    assert collect_wheels.nvidia_packages() == ["NVIDIA-NCCL-cu12", "nvidia_cublas_cu12"]
+    assert collect_wheels.main(["no-nvidia"]) == 1
+    monkeypatch.setattr(importlib.metadata, "distributions", lambda: fake[:1])
+    assert collect_wheels.main(["no-nvidia"]) == 0
