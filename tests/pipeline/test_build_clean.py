@@ -170,3 +170,17 @@ def test_two_builds_at_once_do_not_collide(docker_engine, model):
     assert len(tags(docker_engine, f"atom-build/atom-gfx942:ci-twin-{RUN}_")) == 1
     assert len(tags(docker_engine, f"atom-build/atom-gfx942-ckfree:ci-twin-{RUN}_")) == 1
     assert our_containers(docker_engine) == []
+
+
+def test_wheels_task_reuses_by_content_key_and_exports(docker_engine, tmp_path):
+    import hashlib
+
+    first = invoke("wheels", "--profile", "offline", "--arch", "gfx942", "--export", str(tmp_path / "out"))
+    assert first.returncode == 0, first.stderr[-3000:]
+    again = invoke("wheels", "--profile", "offline", "--arch", "gfx942")
+    assert again.returncode == 0 and "an image with this content key exists" in again.stderr
+    manifest = json.loads((tmp_path / "out" / "wheels" / "manifest.json").read_text())
+    assert manifest["wheels"]
+    for wheel in manifest["wheels"]:
+        data = (tmp_path / "out" / "wheels" / wheel["filename"]).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == wheel["sha256"], wheel["filename"]
