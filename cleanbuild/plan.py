@@ -277,32 +277,3 @@ def commands(plan: Plan) -> list[list[str]]:
     out.append(["docker", "tag", plan.patch.image, f"{plan.release_repo}:<tag from the image's versions>"])
     return out
 
-
-def bake_file(plans: list[Plan]) -> dict:
-    """A buildx bake definition that builds the wheels image of every arch in one BuildKit run (a matrix).
-
-    Only the wheels stage goes through bake: the clean image is FROM ${WHEELS_IMAGE}, which must already be in
-    the image store, and the named contexts that would chain them need a newer BuildKit than many hosts run.
-    """
-    targets = {}
-    for plan in plans:
-        spec = plan.wheels
-        targets[f"wheels-{plan.options.arch.value}-{plan.options.ck_label}"] = {
-            "context": str(spec.context),
-            "dockerfile": str(spec.dockerfile),
-            "target": spec.target,
-            "args": dict(spec.build_args),
-            "tags": [spec.image],
-            "network": "host",
-            "output": ["type=docker"],
-        }
-    return {"group": {"default": {"targets": sorted(targets)}}, "target": targets}
-
-
-def bake_argv(bake_path: Path, options: Options) -> list[str]:
-    argv = ["docker", "buildx", "bake", "-f", str(bake_path), "--progress", options.progress]
-    if options.builder:
-        argv += ["--builder", options.builder]
-    if options.ca_bundle:
-        argv += ["--set", f"*.secrets=id=ca,src={options.ca_bundle}"]
-    return argv

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import buildx, engine, pipeline, report
@@ -14,8 +15,6 @@ from .errors import BuildFailed, StepFailed, UsageError
 from .plan import (
     REPO_ROOT,
     Plan,
-    bake_argv,
-    bake_file,
     check_build_args,
     commands,
     make_plan,
@@ -23,7 +22,7 @@ from .plan import (
     smoke_run,
 )
 from .profiles import Profile
-from .run import quote, run, run_logged
+from .run import quote, run
 from .settings import Inputs, cache_dir, load_profile, options, user_name
 from .tag import TagParts, make_tag, today
 from .versions import ImageVersions
@@ -212,7 +211,7 @@ def build_clean(inputs: Inputs, config, *, dry_run: bool) -> None:
     cli = engine.client()
     todo = plans(inputs, config, prepare=True)
     if len(todo) > 1:
-        bake_wheels(cli, todo)
+        wheels_matrix(cli, todo)
     for plan in todo:
         state = pipeline.build_clean(plan, cli, need_gib=_need_gib(plan))
         console.print(state.log.table(f"build-clean {plan.options.arch.value} {plan.options.ck_label}"))
@@ -220,21 +219,24 @@ def build_clean(inputs: Inputs, config, *, dry_run: bool) -> None:
         console.print(f"[bold green]done[/bold green]: {done}; report {state.facts.get('report_dir')}")
 
 
-def bake_wheels(cli, todo: list[Plan]) -> None:
-    """Build the missing wheels images of a matrix in one bake run, so BuildKit works on all archs at once."""
+def wheels_matrix(cli, todo: list[Plan]) -> None:
+    """Build the missing wheels images of several archs at once, on one BuildKit (its scheduler shares the
+    common stages). Concurrent `buildx build` runs rather than `buildx bake`: bake before buildx 0.14 cannot set a
+    target's network mode, which engines without a default bridge need."""
     missing = [p for p in todo if engine.image_id(cli, p.wheels.image) is None]
-    if not missing:
+    if len(missing) < 2:
         return
-    for p in missing:
-        check_build_args(p.wheels)
-    o = missing[0].options
-    bake = o.run_dir / "bake.json"
-    bake.parent.mkdir(parents=True, exist_ok=True)
-    bake.write_text(json.dumps(bake_file(missing), indent=2))
-    log = o.run_dir / "bake.log"
-    code = run_logged(bake_argv(bake, o), log)
-    if code != 0:
-        raise BuildFailed(f"the wheels matrix build failed (exit {code}). Full log: {log}")
+    console.print(f"building {len(missing)} wheels images at once: {', '.join(p.wheels.image for p in missing)}")
+    with ThreadPoolExecutor(max_workers=len(missing)) as pool:
+        futures = {p.options.arch.value: pool.submit(buildx.build, p.wheels, p.options, show=False) for p in missing}
+    failed = []
+    for arch, future in futures.items():
+        try:
+            future.result()
+        except BuildFailed as exc:
+            failed.append(f"{arch}: {exc}")
+    if failed:
+        raise BuildFailed("the wheels matrix failed: " + "; ".join(failed))
 
 
 def print_report(tag: str) -> None:

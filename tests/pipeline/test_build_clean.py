@@ -184,3 +184,22 @@ def test_wheels_task_reuses_by_content_key_and_exports(docker_engine, tmp_path):
     for wheel in manifest["wheels"]:
         data = (tmp_path / "out" / "wheels" / wheel["filename"]).read_bytes()
         assert hashlib.sha256(data).hexdigest() == wheel["sha256"], wheel["filename"]
+
+
+def test_matrix_builds_missing_wheels_images_together(docker_engine, model):
+    from cleanbuild import offline, profiles
+    from cleanbuild.arch import Arch
+    from cleanbuild.plan import Options, make_plan
+
+    images = [make_plan(profiles.load("offline"), Options(arch=a, ck_free=True, context=offline.sources_dir(),
+                                                          base_image=offline.standin_image_name())).wheels.image
+              for a in Arch]
+    for image in images:
+        if docker_engine.images.list(name=image):
+            docker_engine.images.remove(image, force=True)
+    result = build_clean("--arch", "gfx942,gfx950", "--ck-free", "--model", str(model), user="ci-matrix")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "building 2 wheels images at once" in result.stderr
+    assert all(docker_engine.images.list(name=image) for image in images)
+    for arch in ("gfx942", "gfx950"):
+        assert len(tags(docker_engine, f"atom-build/atom-{arch}-ckfree:ci-matrix-{RUN}_")) == 1
