@@ -200,5 +200,7 @@ def _cleanup(state: State, *, failed: bool) -> None:
             console.print(f"candidate kept as {ref} for debugging; logs in {plan.options.run_dir}")
         if candidate:
             engine.untag(cli, plan.patch.image)
+        if failed:
+            console.print(f"report of the failed build: {report.write(state, failed=True)}")
     except Exception as exc:  # noqa: BLE001 - cleanup must not hide the real error
         console.print(f"[yellow]cleanup incomplete: {exc}[/yellow]")

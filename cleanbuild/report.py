@@ -12,16 +12,20 @@ from .plan import REPO_ROOT
 REPORTS = REPO_ROOT / "reports"
 
 
-def write(state) -> Path:
-    """Collect everything the pipeline learned into one JSON document and its Markdown rendering."""
+def write(state, *, failed: bool = False) -> Path:
+    """Collect everything the pipeline learned into one JSON document and its Markdown rendering.
+
+    A failed build gets one too, under <run-id>-failed, so what went wrong is on disk next to the good ones.
+    """
     plan, cli = state.plan, state.cli
     # One folder per repository (arch, CK mode) and tag: the tag convention itself carries no arch.
-    name = state.tag.value if state.tag else plan.options.run_id
+    name = f"{plan.options.run_id}-failed" if failed else state.tag.value if state.tag else plan.options.run_id
     folder = REPORTS / plan.release_repo.rsplit("/", 1)[-1] / name
     folder.mkdir(parents=True, exist_ok=True)
     candidate = state.ids.get("candidate")
     inspect = engine.inspect(cli, candidate) if candidate else {}
     data = {
+        "status": "failed" if failed else "passed",
         "tag": state.release_ref,
         "tag_value": state.tag.value if state.tag else None,
         "tag_changes": list(state.tag.steps) if state.tag else [],

@@ -85,6 +85,11 @@ def test_validation_failure_leaves_no_release_tag(docker_engine, model):
     assert tags(docker_engine, f"atom-build/atom-gfx942:ci-badarch-{RUN}") == []
     kept = re.search(r"candidate kept as (\S+) for debugging", result.stderr)
     assert kept and kept.group(1).endswith("-failed") and kept.group(1) in tags(docker_engine, "atom-build/atom-gfx942:")
+    failed_report = re.search(r"report of the failed build: (\S+)", result.stderr)
+    data = json.loads((Path(failed_report.group(1)) / "report.json").read_text())
+    assert data["status"] == "failed" and data["tag"] is None
+    assert [s["status"] for s in data["steps"]][-1] == "failed" and data["steps"][-1]["name"] == "validate"
+    assert any(c["name"] == "arch-consistency" and c["status"] == "failed" for c in data["validation"]["checks"])
     assert our_containers(docker_engine) == []
     assert "Traceback" not in result.stderr
 
