@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import nox
 
 nox.needs_version = ">=2025.2.9"
@@ -28,7 +30,7 @@ def lint(session: nox.Session) -> None:
     """ruff on the Python, hadolint on docker/Dockerfile.*."""
     _install(session, "lint")
     session.run("ruff", "check", ".")
-    dockerfiles = sorted(str(p) for p in __import__("pathlib").Path("docker").glob("Dockerfile.*"))
+    dockerfiles = sorted(str(p) for p in Path("docker").glob("Dockerfile.*"))
     session.run("hadolint", *dockerfiles)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Iterator
@@ -15,10 +14,6 @@ from rich.table import Table
 # Not a terminal (CI, a log file): plain lines, wide enough that image names and argv are not wrapped.
 console = Console(stderr=True, highlight=False, force_terminal=None if sys.stderr.isatty() else False,
                   width=None if sys.stderr.isatty() else 200)
-
-
-def plain() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true") or not sys.stderr.isatty()
 
 
 @dataclass
