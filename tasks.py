@@ -1,6 +1,6 @@
-"""Invoke tasks: one per build step, plus build-clean for the whole pipeline.
+"""Invoke tasks: one per build step, plus build-clean for the whole pipeline, pins, lock and audit.
 
-Tasks stay thin: parse flags, call cleanbuild, print. Failures end in one line and a fixed exit code
+Tasks stay thin: parse flags, call cleanbuild.commands, print. Failures end in one line and a fixed exit code
 (cleanbuild.errors); --debug shows the traceback. Site defaults live in invoke.yaml under `cleanbuild:`.
 """
 
@@ -8,23 +8,54 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 import traceback
 from pathlib import Path
 
 from invoke import Collection, Exit, task
 
-from cleanbuild import steps
-from cleanbuild.errors import CleanBuildError
+
+def _check_site_files() -> None:
+    """invoke parses invoke.yaml after importing this file, and a YAML error there is a traceback: parse it first."""
+    from invoke.vendor import yaml
+
+    from cleanbuild.errors import UsageError
+    from cleanbuild.settings import site_config
+
+    files = [Path(__file__).with_name("invoke.yaml"), *[Path(p) for p in [os.environ.get("INVOKE_RUNTIME_CONFIG")] if p]]
+    for path in files:
+        if not path.is_file():
+            continue
+        try:
+            data = yaml.safe_load(path.read_bytes().decode("utf-8"))
+            if data is not None and not isinstance(data, dict):
+                raise UsageError(f"{path} must hold a mapping (cleanbuild: ...), not {type(data).__name__}.")
+            site_config((data or {}).get("cleanbuild"))
+        except (yaml.YAMLError, UnicodeDecodeError, UsageError) as exc:
+            if "--debug" in sys.argv:
+                raise
+            first = str(exc).replace("\n", " ")[:300]
+            sys.stderr.write(f"error: {path} is not a valid site config ({first}). To fix, correct it or remove it.\n")
+            sys.exit(2)
+
+
+_check_site_files()
+
+from cleanbuild import commands  # noqa: E402 - after the site-config check above
+from cleanbuild.errors import CleanBuildError  # noqa: E402
+from cleanbuild.settings import Inputs, site_config  # noqa: E402
 
 COMMON_HELP = {
-    "arch": "gfx942 or gfx950 (build-clean also takes gfx942,gfx950); detected on the host when omitted",
+    "arch": "gfx942 or gfx950 (build-clean, plan, wheels, clean also take gfx942,gfx950); detected on the host when omitted",
     "ck_free": "build aiter without CK (ENABLE_CK=0) and set ATOM_CK_FREE=1 in the image",
     "profile": "build profile: default (real ROCm host), offline (CPU stand-in), or a .toml path",
     "set": "override one profile entry, KEY=VALUE (repeatable), e.g. components.aiter.ref=0123abc",
-    "builder": "buildx builder to build on (e.g. a remote BuildKit farm)",
+    "builder": "buildx builder to build on (e.g. a remote BuildKit)",
     "ca_bundle": "PEM CA bundle for TLS-intercepting proxies, passed as a BuildKit secret (never a layer)",
     "progress": "BuildKit progress output: auto, plain, tty, quiet",
+    "gpu": "GPU indices for GPU steps, e.g. 0 or 0,1 (default: every GPU; invoke.yaml cleanbuild.gpus)",
+    "user_id": "run GPU containers as this user (UID[:GID]); default: the image's user",
     "dry_run": "print what would run, run nothing",
     "debug": "show the traceback on failure",
 }
@@ -52,23 +83,27 @@ def _guard(fn):
 
 
 def _conf(c) -> dict:
-    return dict(c.config.get("cleanbuild", {}))
+    return site_config(c.config.get("cleanbuild"))
 
 
-def _inputs(**kw) -> steps.Inputs:
+def _inputs(**kw) -> Inputs:
     kw["sets"] = tuple(kw.pop("set", None) or ())
-    return steps.Inputs(**kw)
+    if "gpu" in kw:
+        kw["gpus"] = kw.pop("gpu")
+    if "user_id" in kw:
+        kw["container_user"] = kw.pop("user_id")
+    return Inputs(**kw)
 
 
 @task(help=_help("arch", "debug", json="print JSON"))
 @_guard
 def arch(c, arch=None, json_=False, debug=False):
     """Detect (or check) the GPU architecture and print its facts."""
-    info = steps.arch_info(arch)
+    info = commands.arch_info(arch)
     if json_:
         print(json.dumps(info, indent=2))
     else:
-        steps.print_rows("architecture", info)
+        commands.print_rows("architecture", info)
 
 
 @task(iterable=["set"], help=_help("arch", "ck_free", "profile", "set", "builder", "ca_bundle", "debug",
@@ -76,52 +111,52 @@ def arch(c, arch=None, json_=False, debug=False):
 @_guard
 def plan(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca_bundle=None, model=None,  # noqa: A002
          json_=False, debug=False):
-    """Print the resolved build plan and the exact commands build-clean would run."""
-    steps.show_plan(_inputs(arch=arch, ck_free=ck_free, profile=profile, set=set, builder=builder,
-                            ca_bundle=ca_bundle, model=model), _conf(c), as_json=json_)
+    """Print the resolved build plan and the exact commands build-clean would run; touches nothing."""
+    commands.show_plan(_inputs(arch=arch, ck_free=ck_free, profile=profile, set=set, builder=builder,
+                               ca_bundle=ca_bundle, model=model), _conf(c), as_json=json_)
 
 
 @task(iterable=["set"], help=_help("arch", "ck_free", "profile", "set", "builder", "ca_bundle", "progress",
-                                   "dry_run", "debug", export="write the wheels and manifest.json to this folder",
+                                   "dry_run", "debug", export="write the wheels and manifest.json to this new folder",
                                    rebuild="build even when an image with the same content key exists"))
 @_guard
 def wheels(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca_bundle=None,  # noqa: A002
            progress=None, export=None, rebuild=False, dry_run=False, debug=False):
     """Build (or reuse) the wheels image: every dependency built once, with a manifest."""
-    steps.wheels(_inputs(arch=arch, ck_free=ck_free, profile=profile, set=set, builder=builder,
-                         ca_bundle=ca_bundle, progress=progress), _conf(c),
-                 export=Path(export) if export else None, rebuild=rebuild, dry_run=dry_run)
+    commands.wheels(_inputs(arch=arch, ck_free=ck_free, profile=profile, set=set, builder=builder,
+                            ca_bundle=ca_bundle, progress=progress), _conf(c),
+                    export=Path(export) if export else None, rebuild=rebuild, dry_run=dry_run)
 
 
 @task(iterable=["set"], help=_help("arch", "ck_free", "profile", "set", "builder", "ca_bundle", "progress",
-                                   "dry_run", "debug", wheels_image="wheels image to install from (default: the matching one)"))
+                                   "dry_run", "debug"))
 @_guard
 def clean(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca_bundle=None,  # noqa: A002
-          progress=None, wheels_image=None, dry_run=False, debug=False):
-    """Build the clean runtime image from the wheels image: zero compilation."""
-    steps.clean(_inputs(arch=arch, ck_free=ck_free, profile=profile, set=set, builder=builder,
-                        ca_bundle=ca_bundle, progress=progress), _conf(c), wheels_image=wheels_image, dry_run=dry_run)
+          progress=None, dry_run=False, debug=False):
+    """Build the clean runtime image from the (reused or built) wheels image: zero compilation."""
+    commands.clean(_inputs(arch=arch, ck_free=ck_free, profile=profile, set=set, builder=builder,
+                           ca_bundle=ca_bundle, progress=progress), _conf(c), dry_run=dry_run)
 
 
 @task(iterable=["only"], help={"src": "patch a source checkout or site-packages folder in place",
                                "image": "patch this image as its own layer (tags IMAGE-patched)",
                                "only": "apply only this patch (repeatable)",
                                "check": "change nothing; exit 1 when something would change",
-                               "dry_run": COMMON_HELP["dry_run"], "debug": COMMON_HELP["debug"]})
+                               "arch": COMMON_HELP["arch"], "dry_run": COMMON_HELP["dry_run"],
+                               "debug": COMMON_HELP["debug"]})
 @_guard
-def patch(c, src=None, image=None, only=None, check=False, dry_run=False, debug=False):
-    """Apply the source patches (aiter tuned_gemm and jit/core, ATOM CK-free) to a checkout or an image."""
-    code = steps.patch(src=src, image=image, only=tuple(only or ()), check=check, dry_run=dry_run)
-    if code:
-        raise Exit(code=code)
+def patch(c, src=None, image=None, only=None, check=False, arch=None, dry_run=False, debug=False):
+    """Apply the source patches (aiter tuned_gemm and jit/core, ATOM CK-free) to a folder or an image."""
+    commands.patch(src=src, image=image, only=tuple(only or ()), check=check, dry_run=dry_run,
+                   inputs=_inputs(arch=arch), config=_conf(c))
 
 
-@task(help={"image": "image to run the smoke test in", "model": "model folder (mounted read-only)",
-            "profile": COMMON_HELP["profile"], "debug": COMMON_HELP["debug"]})
+@task(iterable=["set"], help=_help("profile", "set", "gpu", "user_id", "debug", image="image to run the smoke test in",
+                                   model="model folder (mounted read-only)", arch="arch (default: the image's label)"))
 @_guard
-def smoke(c, image, model, profile=None, debug=False):
-    """Generate 10 tokens with a model inside an image."""
-    steps.smoke(image, model, _inputs(profile=profile), _conf(c))
+def smoke(c, image, model, profile=None, set=None, gpu=None, user_id=None, arch=None, debug=False):  # noqa: A002
+    """Generate 10 tokens with a model inside an image and count them."""
+    commands.smoke(image, _inputs(model=model, profile=profile, set=set, gpu=gpu, user_id=user_id, arch=arch), _conf(c))
 
 
 @task(help={"image": "the image to tag (name or ID)", "user": "user part of the tag (default: login name)",
@@ -129,31 +164,76 @@ def smoke(c, image, model, profile=None, debug=False):
 @_guard
 def tag(c, image, user=None, dry_run=False, debug=False):
     """Tag an image per convention: user_date_rocmX_aiterY_atomZ, versions read from the image."""
-    steps.tag(image, user_flag=user, config=_conf(c), dry_run=dry_run)
+    commands.tag(image, _inputs(user=user), _conf(c), dry_run=dry_run)
 
 
-@task(iterable=["set"], help=_help("arch", "ck_free", "profile", "set", "builder", "ca_bundle", "progress",
-                                   "dry_run", "debug", model="model folder for the 10-token smoke test",
+@task(iterable=["set"], help=_help("arch", "ck_free", "profile", "set", "builder", "ca_bundle", "progress", "gpu",
+                                   "user_id", "dry_run", "debug", model="model folder for the 10-token smoke test",
                                    allow_no_smoke="tag the release even without a smoke test",
                                    user="user part of the tag (default: login name)"))
 @_guard
 def build_clean(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca_bundle=None,  # noqa: A002
-                progress=None, model=None, allow_no_smoke=False, user=None, dry_run=False, debug=False):
-    """The whole pipeline: wheels, clean, patch, validate, smoke, tag, report."""
-    steps.build_clean(_inputs(arch=arch, ck_free=ck_free, profile=profile, set=set, builder=builder,
-                              ca_bundle=ca_bundle, progress=progress, model=model,
-                              allow_no_smoke=allow_no_smoke, user=user), _conf(c), dry_run=dry_run)
+                progress=None, model=None, allow_no_smoke=False, user=None, gpu=None, user_id=None, dry_run=False,
+                debug=False):
+    """The whole pipeline: preflight, prepare, wheels, clean, patch, validate, smoke, tag, report."""
+    commands.build_clean(_inputs(arch=arch, ck_free=ck_free, profile=profile, set=set, builder=builder,
+                                 ca_bundle=ca_bundle, progress=progress, model=model, allow_no_smoke=allow_no_smoke,
+                                 user=user, gpu=gpu, user_id=user_id), _conf(c), dry_run=dry_run)
 
 
 @task(help={"tag": "release tag or image reference", "debug": COMMON_HELP["debug"]})
 @_guard
 def report(c, tag, debug=False):
-    """Print a build's report again, from the image's labels and reports/<tag>/."""
-    steps.print_report(tag)
+    """Print a build's report again, from reports/<repository>/<tag>/."""
+    commands.print_report(tag)
 
 
-ns = Collection(arch, plan, wheels, clean, patch, smoke, tag, build_clean, report)
-ns.configure({"cleanbuild": {"profile": "default", "registry": "atom-build", "progress": "auto", "overrides": {}}})
+@task(iterable=["set"], help=_help("profile", "set", "debug", json="print JSON",
+                                   bump="move this git pin (aiter, atom, ...) when no patch drifts on the candidate",
+                                   to="the commit to bump to (default: the branch head)",
+                                   dry_run="with --bump: show the profile diff, write nothing"))
+@_guard
+def pins(c, profile=None, set=None, json_=False, bump=None, to=None, dry_run=False, debug=False):  # noqa: A002
+    """Check every pin against its repository or index (exit 1 wrong, 3 unreachable); --bump moves one."""
+    code = commands.pins(_inputs(profile=profile, set=set), _conf(c), as_json=json_, bump=bump, to=to, dry_run=dry_run)
+    if code:
+        raise Exit(code=code)
+
+
+@task(iterable=["set", "upgrade_package"], help=_help(
+    "profile", "set", "debug", check="exit 1 when the lock no longer matches the pins; write nothing",
+    upgrade_package="let this package move to its newest allowed version (repeatable)"))
+@_guard
+def lock(c, profile=None, set=None, upgrade_package=None, check=False, debug=False):  # noqa: A002
+    """(Re)make the profile's locked closure (uv pip compile --generate-hashes) from the pinned sources."""
+    code = commands.lock(_inputs(profile=profile, set=set), _conf(c), upgrade=tuple(upgrade_package or ()), check=check)
+    if code:
+        raise Exit(code=code)
+
+
+@task(iterable=["tp"], help={
+    "image": "image to audit (name or ID); must be in the local engine, never pulled",
+    "arch": "gfx942 or gfx950: the arch the image must serve (default: what the image says)",
+    "model": "model folder (its config.json, mounted read-only) or preset (llama3-8b, qwen3-30b-a3b, deepseek-v3)",
+    "tp": "tensor-parallel size for --model (repeatable, default 1)",
+    "json": "print the whole result as JSON",
+    "report": "write report.json and report.md (and untuned-gemm.csv with --model) to this folder",
+    "device": "also run the validation kernels on the GPU (ROCm host only)",
+    "debug": COMMON_HELP["debug"]})
+@_guard
+def audit(c, image, arch=None, model=None, tp=None, json_=False, report=None, device=False, debug=False):
+    """Check an existing image for every known pitfall, without rebuilding it (exit 1 when one is PRESENT)."""
+    from cleanbuild import audit as auditing
+
+    result = auditing.audit(image, arch=arch, model=model, tp=tuple(tp or (1,)),
+                            report_dir=Path(report) if report else None, device=device)
+    auditing.render(result, as_json=json_)
+    if result.exit_code:
+        raise Exit(code=result.exit_code)
+
+
+ns = Collection(arch, plan, wheels, clean, patch, smoke, tag, build_clean, report, pins, lock, audit)
+ns.configure({"cleanbuild": {}})
 
 if __name__ == "__main__":  # pragma: no cover - `python tasks.py` is not how this is run
     sys.exit("run these with invoke: invoke --list")

@@ -1,6 +1,7 @@
 """GPU architectures we build for, their facts, and detection on the build host.
 
-Detection asks, in order: amd-smi, rocminfo, the KFD topology in sysfs, torch. Each probe is time-limited;
+The facts (fp8 dtype and max, LDS per CU, CU counts) live in ONE table shared with the image side,
+validation/archs.py (standard library only, so the image can read it too). Detection asks, in order: amd-smi, rocminfo, the KFD topology in sysfs, torch. Each probe is time-limited;
 the first that names at least one GPU wins. Parsers are pure functions over the probe's text so that tests
 feed them recorded outputs.
 """
@@ -14,16 +15,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from validation.archs import ARCHS, ArchFacts
+
 from .errors import EnvironmentProblem, UsageError
-
-
-@dataclass(frozen=True)
-class ArchFacts:
-    fp8_dtype: str
-    fp8_max: float
-    lds_kib: int
-    typical_cus: dict[str, int]
-    products: str
 
 
 class Arch(enum.Enum):
@@ -32,7 +26,8 @@ class Arch(enum.Enum):
 
     @property
     def facts(self) -> ArchFacts:
-        return FACTS[self]
+        """The one table of per-arch facts, shared with the image side (validation/archs.py)."""
+        return ARCHS[self.value]
 
     @classmethod
     def parse(cls, name: str) -> Arch:
@@ -62,10 +57,6 @@ class Arch(enum.Enum):
         return tuple(out)
 
 
-FACTS = {
-    Arch.GFX942: ArchFacts("float8_e4m3fnuz", 240.0, 64, {"MI300X": 304, "MI325X": 304, "MI308X": 80}, "MI300X/MI325X/MI308X"),
-    Arch.GFX950: ArchFacts("float8_e4m3fn", 448.0, 160, {"MI350X": 256, "MI355X": 256}, "MI350X/MI355X"),
-}
 PRE_RELEASE = {"gfx940", "gfx941"}
 
 

@@ -1,13 +1,17 @@
-"""The Docker engine through its SDK: preflight, inspect, read files from images, run containers, tag.
+"""The Docker engine through its SDK: preflight, inspect, read files from images, run containers, tag, clean up.
 
 Builds do not come here: the SDK cannot drive BuildKit, so they go through the buildx CLI (cleanbuild.buildx).
-Every container this module starts has a unique name and is removed in a `finally`, Ctrl-C included.
+This module is the boundary for Docker errors: every SDK or transport error leaves it as a CleanBuildError with
+a fixed exit code and one line. Every container it creates carries the run's label (io.atom-build.run=<run id>),
+has a unique name, and is removed in a `finally`; cleanup finds any left over by that label.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
+import itertools
 import json
 import shutil
 import tarfile
@@ -16,11 +20,41 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from .errors import EnvironmentProblem, StepFailed
-from .plan import GPU_DEVICES, GPU_GROUPS, RunSpec
+from . import metadata
+from .errors import CleanBuildError, EnvironmentProblem, StepFailed, UsageError
+from .plan import RunSpec
 from .run import run
 
 MIN_ENGINE = Version("20.10")
+_COUNTER = itertools.count()
+
+
+def _boundary(fn):
+    """SDK and transport errors -> one-line CleanBuildErrors (ImageNotFound is the user's input: exit 2)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        import requests
+
+        import docker
+
+        try:
+            return fn(*args, **kwargs)
+        except CleanBuildError:
+            raise
+        except docker.errors.ImageNotFound as exc:
+            raise UsageError(f"image not found: {_explain(exc)}. To fix, build it or pass an existing image.") from None
+        except docker.errors.APIError as exc:
+            raise StepFailed(f"the Docker engine refused {fn.__name__.strip('_')}: {_explain(exc)}.") from None
+        except (docker.errors.DockerException, requests.RequestException, OSError) as exc:
+            raise EnvironmentProblem(f"the Docker engine failed during {fn.__name__.strip('_')} ({type(exc).__name__}: {_explain(exc)}). To fix, check dockerd.") from None
+
+    return wrapper
+
+
+def _explain(exc: Exception) -> str:
+    text = getattr(exc, "explanation", None) or str(exc)
+    return " ".join(str(text).split())[:300]
 
 
 def client():
@@ -30,10 +64,8 @@ def client():
         cli = docker.from_env(timeout=600)
         cli.ping()
     except Exception as exc:  # noqa: BLE001 - any failure to reach the engine is the same problem to the user
-        raise EnvironmentProblem(
-            f"the Docker engine is not reachable ({type(exc).__name__}). To fix, start dockerd "
-            "(see .ci/install-docker.sh) or set DOCKER_HOST."
-        ) from None
+        raise EnvironmentProblem(f"the Docker engine is not reachable ({type(exc).__name__}). To fix, start dockerd "
+                                 "(see .ci/install-docker.sh) or set DOCKER_HOST.") from None
     return cli
 
 
@@ -45,15 +77,17 @@ class EngineFacts:
     free_gib: float
 
 
-def preflight(cli, need_gib: float) -> EngineFacts:
-    """Engine recent enough, buildx present, disk space for the plan."""
-    info = cli.version()
-    version = str(info.get("Version", "0"))
+@_boundary
+def preflight(cli, need_gib: float, builder: str | None = None) -> EngineFacts:
+    """Engine recent enough, buildx present (and the builder, when one is named), disk space for the plan."""
+    version = str(cli.version().get("Version", "0"))
     if Version(_numeric(version)) < MIN_ENGINE:
         raise EnvironmentProblem(f"Docker engine {version} is too old for BuildKit mounts. To fix, upgrade to {MIN_ENGINE} or newer.")
     result = run(["docker", "buildx", "version"], check=False, capture=True, echo=False)
     if result.returncode != 0:
         raise EnvironmentProblem("the buildx CLI plugin is missing. To fix, install docker-buildx (see .ci/install-docker.sh).")
+    if builder and run(["docker", "buildx", "inspect", builder], check=False, capture=True, echo=False).returncode:
+        raise UsageError(f"buildx builder {builder!r} does not exist. To fix, create it (docker buildx create) or drop --builder.")
     root = cli.info().get("DockerRootDir", "/var/lib/docker")
     free = shutil.disk_usage(root if Path(root).exists() else "/").free / 2**30
     if free < need_gib:
@@ -66,6 +100,7 @@ def _numeric(version: str) -> str:
     return head if head.replace(".", "").isdigit() else "0"
 
 
+@_boundary
 def image_id(cli, name: str) -> str | None:
     import docker
 
@@ -75,15 +110,19 @@ def image_id(cli, name: str) -> str | None:
         return None
 
 
+@_boundary
 def inspect(cli, ref: str) -> dict:
     return cli.api.inspect_image(ref)
 
 
-def read_file(cli, image: str, path: str) -> bytes | None:
+@_boundary
+def read_file(cli, image: str, path: str, run_id: str = "adhoc") -> bytes | None:
     """A file's bytes from an image without starting it (create, get_archive, remove); None when absent."""
     import docker
 
-    container = cli.containers.create(image, command=["/nonexistent"], entrypoint=[], network_disabled=True)
+    container = cli.containers.create(image, command=["/nonexistent"], entrypoint=[], network_disabled=True,
+                                      name=f"atom-read-{run_id}-{next(_COUNTER)}",
+                                      labels={metadata.RUN_LABEL: run_id})
     try:
         stream, _ = container.get_archive(path)
         with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
@@ -93,12 +132,18 @@ def read_file(cli, image: str, path: str) -> bytes | None:
     except docker.errors.NotFound:
         return None
     finally:
-        container.remove(force=True)
+        with contextlib.suppress(docker.errors.NotFound):
+            container.remove(force=True)
 
 
-def read_json(cli, image: str, path: str) -> dict | None:
-    data = read_file(cli, image, path)
-    return json.loads(data) if data else None
+def read_json(cli, image: str, path: str, run_id: str = "adhoc") -> object | None:
+    data = read_file(cli, image, path, run_id)
+    if not data:
+        return None
+    try:
+        return json.loads(data)
+    except ValueError:
+        raise UsageError(f"{image}:{path} is not valid JSON. To fix, rebuild the image with build-clean.") from None
 
 
 @dataclass(frozen=True)
@@ -107,15 +152,20 @@ class RunResult:
     logs: str
 
 
-def run_container(cli, image: str, spec: RunSpec, timeout_s: float = 1800) -> RunResult:
-    """Run spec in image; logs are returned whatever the exit; the container is always removed."""
+@_boundary
+def run_container(cli, image: str, spec: RunSpec, gpu: dict | None = None, timeout_s: float = 3600) -> RunResult:
+    """Run spec in image (gpu: the device kwargs of cleanbuild.gpu); logs come back whatever the exit; the
+    container is created, then started inside the `try`, so a failed start is removed too."""
+    import docker
+
     for host, _, mode in spec.mounts:
         if mode == "rw":
             Path(host).mkdir(parents=True, exist_ok=True)
-    kwargs = _sdk_kwargs(spec)
+    kwargs = _sdk_kwargs(spec, gpu or {})
     print(f"+ {' '.join(spec.argv(image))}", flush=True)
-    container = cli.containers.run(image, list(spec.command), detach=True, **kwargs)
+    container = cli.containers.create(image, list(spec.command), **kwargs)
     try:
+        container.start()
         try:
             status = container.wait(timeout=timeout_s)
         except Exception:  # noqa: BLE001 - the SDK raises a requests timeout type here
@@ -123,48 +173,62 @@ def run_container(cli, image: str, spec: RunSpec, timeout_s: float = 1800) -> Ru
         logs = container.logs(stdout=True, stderr=True).decode(errors="replace")
         return RunResult(int(status.get("StatusCode", 1)), logs)
     finally:
-        container.remove(force=True)
+        with contextlib.suppress(docker.errors.NotFound):
+            container.remove(force=True)
 
 
-def _sdk_kwargs(spec: RunSpec) -> dict:
+def _sdk_kwargs(spec: RunSpec, gpu: dict) -> dict:
+    from docker.types import Mount
+
     kwargs: dict = {
-        "name": spec.name,
-        "network_mode": spec.network,
-        "working_dir": spec.workdir,
-        "environment": dict(spec.env),
-        "volumes": {host: {"bind": inside, "mode": mode} for host, inside, mode in spec.mounts},
+        "name": spec.name, "network_mode": spec.network, "working_dir": spec.workdir,
+        "environment": dict(spec.env), "labels": {metadata.RUN_LABEL: spec.run_id or "adhoc"},
+        # Mount objects, not `volumes`: a host path holding ':' (a model folder) is taken as it is.
+        "mounts": [Mount(target=inside, source=host, type="bind", read_only=mode == "ro")
+                   for host, inside, mode in spec.mounts],
     }
     if spec.gpu:
-        missing = [d for d in GPU_DEVICES if not Path(d).exists()]
-        if missing:
-            raise EnvironmentProblem(f"{spec.step} needs the GPU but {', '.join(missing)} is missing on this host. To fix, run on a ROCm host or use a profile whose {spec.step} runs on the CPU.")
-        kwargs.update(devices=[f"{d}:{d}:rwm" for d in GPU_DEVICES], group_add=list(GPU_GROUPS),
-                      ipc_mode="host", security_opt=["seccomp=unconfined"])
+        env = {**kwargs["environment"], **gpu.get("environment", {})}
+        kwargs.update({k: v for k, v in gpu.items() if k != "environment"}, environment=env)
     return kwargs
 
 
-def remove_stray(cli, name_prefix: str) -> list[str]:
-    """Remove containers left by an interrupted run of ours (unique prefixes, so nobody else's)."""
+@_boundary
+def remove_run_containers(cli, run_id: str) -> list[str]:
+    """Every container a run created, found by its label (even one a Ctrl-C left with a random name)."""
     removed = []
-    for c in cli.containers.list(all=True, filters={"name": name_prefix}):
+    for c in cli.containers.list(all=True, filters={"label": f"{metadata.RUN_LABEL}={run_id}"}):
         c.remove(force=True)
         removed.append(c.name)
     return removed
 
 
+@_boundary
 def tag(cli, image: str, repository: str, tag_name: str) -> str:
-    cli.images.get(image).tag(repository, tag_name)
+    if not cli.images.get(image).tag(repository, tag_name):
+        raise StepFailed(f"the engine did not tag {image} as {repository}:{tag_name}.")
     return f"{repository}:{tag_name}"
 
 
-def untag(cli, ref: str) -> None:
+@_boundary
+def untag(cli, ref: str) -> bool:
     import docker
 
-    with contextlib.suppress(docker.errors.ImageNotFound):
+    try:
         cli.images.remove(ref, noprune=True)
+        return True
+    except docker.errors.ImageNotFound:
+        return False
 
 
+@_boundary
 def largest_layers(cli, image: str, count: int = 5) -> list[dict]:
     history = cli.api.history(image)
     layers = sorted(history, key=lambda h: h.get("Size", 0), reverse=True)[:count]
     return [{"size": h.get("Size", 0), "created_by": (h.get("CreatedBy") or "")[:160]} for h in layers]
+
+
+@_boundary
+def layers(cli, image: str) -> list[str]:
+    """The image's layer digests (RootFS), bottom first: what two images share is stored and shipped once."""
+    return list(cli.api.inspect_image(image).get("RootFS", {}).get("Layers", []))

@@ -1,7 +1,9 @@
-"""Build profiles: every pinned input of a build, as data (cleanbuild/profiles/*.toml).
+"""Build profiles: every pinned input of a build, as data (cleanbuild/profiles/*.toml), checked against a schema.
 
-Precedence: a command-line flag beats config (invoke.yaml `cleanbuild.overrides`), config beats the profile file.
-Overrides are dotted keys, e.g. `components.aiter.ref=0123abc` or `base.image=registry.local/rocm:7.2`.
+A profile may inherit another (`inherits = "default"`) and list only what it substitutes: tables merge key by key,
+anything else replaces. Precedence: a command-line `--set` beats invoke.yaml `cleanbuild.overrides`, which beats
+the profile file. Override values are strings from a command line or YAML values; both are converted to the type
+the schema gives the key ("false" for a bool, "3.12" for a string), and a value of the wrong type is exit 2.
 """
 
 from __future__ import annotations
@@ -16,10 +18,29 @@ from types import MappingProxyType
 from .errors import UsageError
 
 PROFILE_DIR = Path(__file__).parent / "profiles"
+SOURCES = ("index", "pypi", "git", "local", "none", "torch", "aiter")
+# The sources Dockerfile.wheels has a stage for, per component (torchvision/torchaudio follow torch).
+ALLOWED_SOURCES = {"torch": ("index", "local"), "triton": ("torch", "pypi", "none"), "flydsl": ("aiter", "none"),
+                   "mori": ("pypi", "git", "none"), "aiter": ("git",), "atom": ("git",), "deps": ("pypi",),
+                   "installer": ("pypi", "none")}
+COMPONENTS = ("torch", "torchvision", "torchaudio", "triton", "flydsl", "mori", "aiter", "atom", "deps", "installer")
+REQUIRED_COMPONENTS = ("torch", "triton", "aiter", "atom", "deps")
 # Keys of a component table that become build arguments (COMPONENT_KEY); the rest is provenance for the report.
 ARG_KEYS = ("source", "version", "repo", "ref", "index_url", "package")
-SOURCES = {"index", "pypi", "git", "local", "none"}
-REQUIRED_COMPONENTS = ("torch", "triton", "aiter", "atom", "deps")
+
+_COMPONENT = {"source": SOURCES, "version": str, "repo": str, "ref": str, "branch": str, "index_url": str,
+              "package": str, "prebuild_kernels": bool, "triton_only": bool, "max_jobs": int, "build": list}
+SCHEMA: dict[str, object] = {
+    "name": str, "description": str, "inherits": str, "pinned": str, "offline": bool, "python": str,
+    "disk_gib": float,
+    "base": {"image": str, "digest": str, "rocm": str, "standin": bool},
+    "components": {name: _COMPONENT for name in COMPONENTS},
+    "lock": {"python_platform": str, "exclude": list},
+    "validation": {"device": ("cuda", "cpu"), "env": dict},
+    "smoke": {"mode": ("atom", "cpu"), "command": list, "min_tokens": int, "gpu": bool},
+    "standin": {"suite": str, "base_packages": list},
+}
+REQUIRED = ("name", "python", "base", "components")
 
 
 @dataclass(frozen=True)
@@ -28,28 +49,31 @@ class Component:
     fields: Mapping[str, object]
 
     @property
-    def source(self) -> str | None:
-        value = self.fields.get("source")
-        return str(value) if value is not None else None
+    def source(self) -> str:
+        return str(self.fields.get("source", "none"))
+
+    def get(self, key: str, default: object = None) -> object:
+        return self.fields.get(key, default)
 
     def build_args(self) -> dict[str, str]:
         prefix = self.name.upper()
         return {f"{prefix}_{k.upper()}": str(self.fields[k]) for k in ARG_KEYS if k in self.fields}
 
     def ref(self) -> str:
-        """The one-line provenance of this component: 'repo@ref', 'pypi version', 'local', ..."""
-        f = self.fields
-        if f.get("source") == "git":
+        """One-line provenance: 'repo@ref', 'pypi:name==version', 'as torch requires', 'none'."""
+        f, src = self.fields, self.source
+        if src == "git":
             return f"{f.get('repo')}@{f.get('ref')}"
-        if f.get("source") in ("pypi", "index"):
-            return f"{f.get('source')}:{f.get('package', self.name)}=={f.get('version', '')}"
-        return str(f.get("source", "pinned-with-torch"))
+        if src in ("pypi", "index"):
+            return f"{src}:{f.get('package', self.name)}=={f.get('version', '')}"
+        return {"torch": "as the torch wheel requires", "aiter": "as the aiter pin requires"}.get(src, src)
 
 
 @dataclass(frozen=True)
 class Profile:
     name: str
     data: Mapping[str, object]
+    file: Path
 
     @property
     def offline(self) -> bool:
@@ -64,6 +88,10 @@ class Profile:
         return str(self.data.get("pinned", ""))
 
     @property
+    def disk_gib(self) -> float:
+        return float(self.data.get("disk_gib", 20))  # type: ignore[arg-type]
+
+    @property
     def base(self) -> Mapping[str, object]:
         return self.data["base"]  # type: ignore[return-value]
 
@@ -76,16 +104,16 @@ class Profile:
     @property
     def components(self) -> tuple[Component, ...]:
         comps = self.data["components"]
-        return tuple(Component(name, MappingProxyType(dict(fields))) for name, fields in comps.items())  # type: ignore[union-attr]
+        return tuple(Component(n, comps[n]) for n in COMPONENTS if n in comps)  # type: ignore[index,operator]
 
     def component(self, name: str) -> Component:
         for comp in self.components:
             if comp.name == name:
                 return comp
-        raise UsageError(f"profile {self.name!r} has no component {name!r}.")
+        return Component(name, MappingProxyType({"source": "none"}))
 
     def section(self, name: str) -> Mapping[str, object]:
-        return self.data.get(name, {})  # type: ignore[return-value]
+        return self.data.get(name, MappingProxyType({}))  # type: ignore[return-value]
 
 
 def available() -> list[str]:
@@ -93,31 +121,147 @@ def available() -> list[str]:
 
 
 def load(name: str, overrides: Mapping[str, object] | None = None, path: Path | None = None) -> Profile:
-    """Read a profile by name (or from a path), apply dotted overrides, validate."""
+    """Read a profile by name (or from a .toml path), resolve `inherits`, apply typed overrides, validate."""
     file = path or PROFILE_DIR / f"{name}.toml"
+    data = _read_chain(file, name, seen=())
+    data.pop("inherits", None)
+    for dotted, value in (overrides or {}).items():
+        set_key(data, str(dotted), value, file)
+    _check_required(data, file)
+    return Profile(str(data.get("name", name)), _freeze(data), file)
+
+
+def _read_chain(file: Path, name: str, seen: tuple[Path, ...]) -> dict:
     if not file.is_file():
         raise UsageError(f"profile {name!r} not found. To fix, pass --profile {'|'.join(available())} or a .toml path.")
+    if file.resolve() in seen:
+        raise UsageError(f"profile {file} inherits itself. To fix, remove the loop of `inherits` entries.")
     try:
-        data = tomllib.loads(file.read_text())
-    except tomllib.TOMLDecodeError as exc:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"profile {file} is not valid TOML ({exc}). To fix, correct the file.") from None
-    data = apply_overrides(data, overrides or {})
-    profile = Profile(str(data.get("name", name)), _freeze(data))
-    validate(profile, file)
-    return profile
+    check(data, SCHEMA, file, "")
+    parent = data.get("inherits")
+    if not parent:
+        return data
+    base = _read_chain(_sibling(file, str(parent)), str(parent), (*seen, file.resolve()))
+    return merge(base, data)
 
 
-def apply_overrides(data: dict, overrides: Mapping[str, object]) -> dict:
-    out = copy.deepcopy(data)
-    for dotted, value in overrides.items():
-        keys = str(dotted).split(".")
-        node = out
-        for key in keys[:-1]:
-            if not isinstance(node.get(key), dict):
-                raise UsageError(f"override {dotted!r} does not name a profile entry. To fix, use a key such as components.aiter.ref.")
-            node = node[key]
-        node[keys[-1]] = value
+def _sibling(file: Path, parent: str) -> Path:
+    """`inherits` names a profile next to the child (a copied profile folder stays self-contained), else a built-in."""
+    name = parent if parent.endswith(".toml") else f"{parent}.toml"
+    beside = file.parent / name
+    return beside if beside.is_file() else PROFILE_DIR / name
+
+
+def merge(base: dict, child: Mapping) -> dict:
+    """Child tables merge into the parent's key by key; any other value replaces the parent's."""
+    out = copy.deepcopy(base)
+    for key, value in child.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict) and key != "env":
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
     return out
+
+
+def check(data: Mapping, schema: Mapping, file: Path, prefix: str) -> None:
+    """Unknown keys and values of the wrong type are errors that name the key and the file."""
+    if not isinstance(data, Mapping):
+        raise UsageError(f"profile {file}: {prefix.rstrip('.') or 'the file'} must be a table. To fix, see cleanbuild/profiles/default.toml.")
+    for key, value in data.items():
+        where = f"{prefix}{key}"
+        if key not in schema:
+            known = ", ".join(sorted(schema))
+            raise UsageError(f"profile {file}: unknown key {where!r}. To fix, use one of: {known}.")
+        spec = schema[key]
+        if isinstance(spec, Mapping):
+            check(value, spec, file, f"{where}.")
+        elif not _fits(value, spec):
+            raise UsageError(f"profile {file}: {where} is {value!r}, not {_describe(spec)}. To fix, correct that value.")
+
+
+def _fits(value: object, spec: object) -> bool:
+    if isinstance(spec, tuple):
+        return value in spec
+    if spec is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if spec is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if spec is list:
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if spec is dict:
+        return isinstance(value, Mapping) and all(isinstance(v, str) for v in value.values())
+    return isinstance(value, spec)  # type: ignore[arg-type]
+
+
+def _describe(spec: object) -> str:
+    if isinstance(spec, tuple):
+        return "one of " + ", ".join(map(repr, spec))
+    return {str: "a string (quote it, e.g. \"3.12\")", bool: "true or false", int: "a whole number",
+            float: "a number", list: "a list of strings", dict: "a table of strings"}.get(spec, str(spec))  # type: ignore[arg-type]
+
+
+def _check_required(data: Mapping, file: Path) -> None:
+    for key in REQUIRED:
+        if key not in data:
+            raise UsageError(f"profile {file} lacks {key}. To fix, add it (see cleanbuild/profiles/default.toml).")
+    if "image" not in data["base"]:
+        raise UsageError(f"profile {file} lacks base.image. To fix, pin the base image.")
+    missing = [c for c in REQUIRED_COMPONENTS if c not in data["components"]]
+    if missing:
+        raise UsageError(f"profile {file} lacks components {', '.join(missing)}. To fix, add their tables.")
+    for name, comp in data["components"].items():
+        allowed = ALLOWED_SOURCES.get(name)
+        if allowed and comp.get("source", allowed[0]) not in allowed:
+            raise UsageError(f"profile {file}: components.{name}.source is {comp.get('source')!r}; use one of {', '.join(allowed)}.")
+        if comp.get("source") == "git" and not (comp.get("repo") and comp.get("ref")):
+            raise UsageError(f"profile {file}: components.{name} is a git source without repo and ref. To fix, pin both.")
+
+
+# ---- overrides: dotted keys, values converted to the schema's type -------------------------------------------
+
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def set_key(data: dict, dotted: str, value: object, file: Path) -> None:
+    keys = dotted.split(".")
+    spec: object = SCHEMA
+    node = data
+    for i, key in enumerate(keys):
+        if not isinstance(spec, Mapping) or key not in spec:
+            raise UsageError(f"override {dotted!r} does not name a profile entry. To fix, use a key such as components.aiter.ref.")
+        spec = spec[key]
+        if i < len(keys) - 1:
+            if isinstance(spec, Mapping):
+                node = node.setdefault(key, {})
+            elif spec is dict:  # a table of strings, e.g. validation.env.GPU_ARCHS
+                node = node.setdefault(key, {})
+                node[keys[-1]] = str(value)
+                return
+    if isinstance(spec, Mapping):
+        raise UsageError(f"override {dotted!r} names a table, not a value. To fix, name one of its keys.")
+    node[keys[-1]] = coerce(value, spec, dotted, file)
+
+
+def coerce(value: object, spec: object, dotted: str, file: Path) -> object:
+    if not isinstance(value, str):
+        converted = float(value) if spec is float and isinstance(value, int) and not isinstance(value, bool) else value
+    elif spec is bool:
+        converted = True if value.lower() in _TRUE else False if value.lower() in _FALSE else value
+    elif spec in (int, float):
+        try:
+            converted = spec(value)  # type: ignore[operator]
+        except ValueError:
+            converted = value
+    elif spec is list:
+        converted = [v.strip() for v in value.split(",") if v.strip()]
+    else:
+        converted = value
+    if not _fits(converted, spec):
+        raise UsageError(f"override {dotted}={value!r} is not {_describe(spec)}. To fix, pass a value of that type.")
+    return converted
 
 
 def parse_sets(items: list[str] | tuple[str, ...]) -> dict[str, str]:
@@ -125,28 +269,10 @@ def parse_sets(items: list[str] | tuple[str, ...]) -> dict[str, str]:
     out = {}
     for item in items:
         key, sep, value = item.partition("=")
-        if not sep or not key:
+        if not sep or not key.strip():
             raise UsageError(f"--set {item!r} is not KEY=VALUE. To fix, write e.g. --set components.aiter.ref=0123abc.")
         out[key.strip()] = value
     return out
-
-
-def validate(profile: Profile, file: Path) -> None:
-    for key in ("python", "base", "components"):
-        if key not in profile.data:
-            raise UsageError(f"profile {file} lacks [{key}]. To fix, add it (see cleanbuild/profiles/default.toml).")
-    if "image" not in profile.base:
-        raise UsageError(f"profile {file} lacks base.image. To fix, pin the base image.")
-    names = {c.name for c in profile.components}
-    missing = [c for c in REQUIRED_COMPONENTS if c not in names]
-    if missing:
-        raise UsageError(f"profile {file} lacks components {', '.join(missing)}. To fix, add their tables.")
-    for comp in profile.components:
-        src = comp.source
-        if src is not None and src not in SOURCES:
-            raise UsageError(f"profile {file}: components.{comp.name}.source is {src!r}; use one of {sorted(SOURCES)}.")
-        if src == "git" and not (comp.fields.get("repo") and comp.fields.get("ref")):
-            raise UsageError(f"profile {file}: components.{comp.name} is a git source without repo and ref. To fix, pin both.")
 
 
 def _freeze(data: object) -> object:

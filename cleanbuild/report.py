@@ -1,67 +1,97 @@
-"""The build report: reports/<tag>/report.json and report.md, and reading them back."""
+"""The build report: reports/<repository>/<tag or run-id[-failed]>/report.{json,md}, a pure function of the plan
+and the build record, written atomically (a temporary folder renamed into place: never an empty report folder).
+"""
 
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
 from . import engine
-from .plan import REPO_ROOT
+from .plan import REPO_ROOT, Plan
+from .record import BuildRecord
 
 REPORTS = REPO_ROOT / "reports"
 
 
-def write(state, *, failed: bool = False) -> Path:
-    """Collect everything the pipeline learned into one JSON document and its Markdown rendering.
-
-    A failed build gets one too, under <run-id>-failed, so what went wrong is on disk next to the good ones.
-    """
-    plan, cli = state.plan, state.cli
-    # One folder per repository (arch, CK mode) and tag: the tag convention itself carries no arch.
-    name = f"{plan.options.run_id}-failed" if failed else state.tag.value if state.tag else plan.options.run_id
-    folder = REPORTS / plan.release_repo.rsplit("/", 1)[-1] / name
-    folder.mkdir(parents=True, exist_ok=True)
-    candidate = state.ids.get("candidate")
-    inspect = engine.inspect(cli, candidate) if candidate else {}
-    data = {
-        "status": "failed" if failed else "passed",
-        "tag": state.release_ref,
-        "tag_value": state.tag.value if state.tag else None,
-        "tag_changes": list(state.tag.steps) if state.tag else [],
-        "run_id": plan.options.run_id,
-        "profile": plan.profile.name,
-        "pinned": plan.profile.pinned,
-        "arch": plan.options.arch.value,
-        "ck_free": plan.options.ck_free,
-        "image_id": candidate,
-        "image_size_bytes": inspect.get("Size"),
-        "largest_layers": engine.largest_layers(cli, candidate) if candidate else [],
-        "base_image": plan.base_image,
-        "base_image_digest": plan.profile.base.get("digest") or None,
-        "images": {k: v for k, v in state.ids.items()},
+def build(plan: Plan, rec: BuildRecord, cli, *, failed: bool, error: str | None = None) -> dict:
+    """Everything the run learned, as one JSON document."""
+    image = rec.candidate_id
+    inspected = engine.inspect(cli, image) if image and cli is not None else {}
+    manifest = rec.wheels.manifest if rec.wheels else {}
+    return {
+        "schema": 2, "status": "failed" if failed else "passed", "error": error,
+        "tag": rec.release_ref, "tag_value": rec.tag.value if rec.tag else None,
+        "tag_changes": list(rec.tag.steps) if rec.tag else [],
+        "run_id": rec.run_id, "started_at": rec.started_at, "profile": plan.profile.name,
+        "offline_substitutes": _substitutes(plan), "pinned": plan.profile.pinned,
+        "arch": plan.options.arch.value, "ck_mode": plan.options.ck_mode,
+        "image_id": image, "image_size_bytes": inspected.get("Size"),
+        "largest_layers": engine.largest_layers(cli, image) if image and cli is not None else [],
+        "layers": (inspected.get("RootFS") or {}).get("Layers", []),
+        "base_image": plan.base_image, "base_image_digest": plan.profile.base.get("digest") or None,
+        "images": {"wheels": rec.wheels.image if rec.wheels else None, "clean": plan.clean.image,
+                   "candidate": rec.candidate_ref},
         "components": {c.name: dict(c.fields) for c in plan.profile.components},
-        "versions": state.facts.get("versions"),
-        "wheels_manifest_digest": state.facts.get("manifest_digest"),
-        "wheels": (state.facts.get("manifest") or {}).get("wheels", []),
-        "patches": state.facts.get("patches"),
-        "validation": state.facts.get("validation"),
-        "smoke": state.facts.get("smoke"),
-        "steps": [{"name": r.name, "status": r.status, "seconds": round(r.seconds, 2), "detail": r.detail}
-                  for r in state.log.records],
-        "total_seconds": round(time.monotonic() - state.started, 1),
-        "labels": (inspect.get("Config") or {}).get("Labels") or {},
+        "sources": manifest.get("sources"), "lock_sha256": manifest.get("lock_sha256"),
+        "versions": _facts(rec), "wheels_manifest_digest": rec.wheels.manifest_digest if rec.wheels else None,
+        "wheels": manifest.get("wheels", []), "patches": rec.patches, "validation": rec.validation,
+        "smoke": rec.smoke, "gpu": list(rec.gpu) if rec.gpu else None,
+        "steps": [{"name": s.name, "status": s.status, "seconds": round(s.seconds, 2), "detail": s.detail}
+                  for s in rec.steps],
+        "total_seconds": round(time.monotonic() - rec.started, 1),
+        "labels": (inspected.get("Config") or {}).get("Labels") or {},
     }
-    (folder / "report.json").write_text(json.dumps(data, indent=2, default=str) + "\n")
-    (folder / "report.md").write_text(markdown(data))
-    state.facts["report_dir"] = str(folder)
+
+
+def _substitutes(plan: Plan) -> list[str]:
+    if not plan.profile.offline:
+        return []
+    return [line.strip("# ").strip() for line in plan.profile.file.read_text().splitlines()[:20]
+            if line.startswith("#   ")]
+
+
+def _facts(rec: BuildRecord) -> dict | None:
+    f = rec.facts
+    if f is None:
+        return None
+    return {"arch": f.arch, "ck_mode": f.ck_mode, "python": f.python, "rocm": f.rocm, "torch_hip": f.torch_hip,
+            "packages": dict(f.packages), "commits": {n: {"sha": s.sha, "describe": s.describe, "date": s.date}
+                                                      for n, s in f.sources.items()}}
+
+
+def folder_for(plan: Plan, rec: BuildRecord, *, failed: bool) -> Path:
+    name = f"{rec.run_id}-failed" if failed else rec.tag.value if rec.tag else rec.run_id
+    return REPORTS / plan.release_repo.rsplit("/", 1)[-1] / name
+
+
+def write(plan: Plan, rec: BuildRecord, cli, *, failed: bool, error: str | None = None) -> Path:
+    data = build(plan, rec, cli, failed=failed, error=error)
+    return write_data(folder_for(plan, rec, failed=failed), data)
+
+
+def write_data(folder: Path, data: dict) -> Path:
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
+    try:
+        (tmp / "report.json").write_text(json.dumps(data, indent=2, default=str) + "\n")
+        (tmp / "report.md").write_text(markdown(data))
+        if folder.exists():
+            shutil.rmtree(folder)
+        tmp.rename(folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     return folder
 
 
 def load(ref: str) -> dict | None:
     """A report by 'registry/atom-gfx942:TAG', 'atom-gfx942:TAG' or a bare TAG (when only one arch has it)."""
     repo, _, tag = ref.rpartition(":")
-    if repo:
+    if repo and "/" not in tag:
         file = REPORTS / repo.rsplit("/", 1)[-1] / tag / "report.json"
         return json.loads(file.read_text()) if file.is_file() else None
     found = sorted(REPORTS.glob(f"*/{ref}/report.json"))
@@ -69,24 +99,41 @@ def load(ref: str) -> dict | None:
 
 
 def markdown(data: dict) -> str:
-    lines = [f"# Build report: {data.get('tag') or data.get('tag_value') or data.get('run_id')}", ""]
     size = data.get("image_size_bytes")
-    lines += [
-        f"- profile: {data['profile']} (pinned {data['pinned']}), arch {data['arch']}, "
-        f"{'CK-free' if data['ck_free'] else 'full CK'}",
-        f"- image: {data.get('image_id')}, size {size / 2**30:.2f} GiB" if size else "- image: none",
-        f"- total build time: {data['total_seconds']} s",
-        f"- base: {data['base_image']}",
-        f"- wheels manifest: {data.get('wheels_manifest_digest')}",
-        "", "## Steps", "", "| step | status | seconds | detail |", "| --- | --- | --- | --- |",
-    ]
-    lines += [f"| {s['name']} | {s['status']} | {s['seconds']} | {s['detail']} |" for s in data["steps"]]
-    lines += ["", "## Versions", ""] + [f"- {k}: {v}" for k, v in (data.get("versions") or {}).items()]
+    lines = [f"# Build report: {data.get('tag') or data.get('tag_value') or data.get('run_id')}", "",
+             f"- status: {data['status']}" + (f" ({data['error']})" if data.get("error") else ""),
+             f"- profile: {data['profile']} (pinned {data['pinned']}), arch {data['arch']}, {data['ck_mode']}",
+             f"- image: {data.get('image_id')}, size {size / 2**30:.2f} GiB" if size else "- image: none",
+             f"- total build time: {data['total_seconds']} s",
+             f"- base: {data['base_image']}", f"- lock: {data.get('lock_sha256')}",
+             f"- wheels manifest: {data.get('wheels_manifest_digest')}"]
+    lines += [f"- offline substitutes: {s}" for s in data.get("offline_substitutes") or []]
+    lines += _table("Steps", ("step", "status", "seconds", "detail"),
+                    [(s["name"], s["status"], s["seconds"], s["detail"]) for s in data["steps"]])
+    lines += ["", "## Sources", ""] + [f"- {n}: {s.get('sha')} ({s.get('describe')}, {s.get('date')})"
+                                       for n, s in (data.get("sources") or {}).items() if s]
+    lines += ["", "## Versions", ""] + [f"- {k}: {v}" for k, v in ((data.get("versions") or {}).get("packages") or {}).items()]
     lines += ["", "## Patches", ""] + [f"- {p['name']}: {p['outcome']}" for p in (data.get("patches") or {}).get("patches", [])]
-    lines += ["", "## Validation", "", "| check | status | reason |", "| --- | --- | --- |"]
-    lines += [f"| {c['name']} | {c['status']} | {c.get('reason', '')} |" for c in (data.get("validation") or {}).get("checks", [])]
-    smoke = data.get("smoke") or {}
-    lines += ["", "## Smoke test", "", f"- status: {smoke.get('status')}", f"- model: {smoke.get('model')}",
-              f"- command: {' '.join(smoke.get('command', []))}", f"- result: {smoke.get('result') or smoke.get('reason')}"]
-    lines += ["", "## Largest layers", ""] + [f"- {layer['size'] / 2**20:.1f} MiB: {layer['created_by']}" for layer in data.get("largest_layers", [])]
+    lines += _table("Validation", ("check", "status", "reason"),
+                    [(c["name"], c["status"], c.get("reason", "")) for c in (data.get("validation") or {}).get("checks", [])])
+    lines += _smoke(data.get("smoke") or {})
+    lines += ["", "## GPU", ""] + [f"- {g}" for g in data.get("gpu") or ["none (CPU steps)"]]
+    lines += ["", "## Largest layers", ""] + [f"- {layer['size'] / 2**20:.1f} MiB: {layer['created_by']}"
+                                              for layer in data.get("largest_layers", [])]
     return "\n".join(lines) + "\n"
+
+
+def _table(title: str, header: tuple[str, ...], rows: list[tuple]) -> list[str]:
+    out = ["", f"## {title}", "", "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    return out + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+
+
+def _smoke(smoke: dict) -> list[str]:
+    result = smoke.get("result") or {}
+    out = ["", "## Smoke test", "", f"- status: {smoke.get('status')}", f"- model: {smoke.get('model')}",
+           f"- command: {' '.join(smoke.get('command', []))}",
+           f"- new tokens: {result.get('new_tokens')} ({result.get('counted_by')})" if result else
+           f"- result: {smoke.get('reason')}"]
+    out += [f"- proved: {p}" for p in result.get("proved", [])]
+    out += [f"- NOT proved: {p}" for p in result.get("not_proved", [])]
+    return out

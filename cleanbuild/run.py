@@ -1,10 +1,16 @@
-"""The one subprocess entry point. Nothing else in cleanbuild calls subprocess."""
+"""The one subprocess entry point. Nothing else in cleanbuild calls subprocess.
+
+Output is decoded with errors="replace": a tool that prints bytes that are not UTF-8 (a GPU probe, a compiler)
+must not crash us. A command that outlives its timeout is killed with its whole process group, so a hung
+wrapper script cannot leave its children running.
+"""
 
 from __future__ import annotations
 
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -15,9 +21,11 @@ from .errors import EnvironmentProblem
 
 INSTALL_HINTS = {
     "docker": "install Docker Engine (Debian: apt-get install docker.io) and start dockerd",
+    "git": "install git (Debian: apt-get install git)",
     "mmdebstrap": "apt-get install mmdebstrap",
     "rocminfo": "install ROCm (rocminfo package) or pass --arch",
     "amd-smi": "install ROCm's amd-smi or pass --arch",
+    "uv": "pip install uv (the lock resolver)",
 }
 
 
@@ -28,6 +36,16 @@ class Result:
     stdout: str
     stderr: str
     timed_out: bool = False
+    stdout_bytes: bytes = b""
+
+
+class CommandFailed(Exception):
+    """A command run with check=True exited non-zero; callers turn it into their own CleanBuildError."""
+
+    def __init__(self, result: Result):
+        tail = (result.stderr.strip().splitlines() or result.stdout.strip().splitlines() or ["no output"])[-1]
+        super().__init__(f"{quote(result.argv)} exited {result.returncode}: {tail[:300]}")
+        self.result = result
 
 
 def quote(argv: Sequence[str]) -> str:
@@ -48,45 +66,47 @@ def require(name: str) -> str:
     return path
 
 
-def run(
-    argv: Sequence[str | os.PathLike[str]],
-    *,
-    check: bool = True,
-    capture: bool = False,
-    timeout: float | None = None,
-    echo: bool = True,
-    env: Mapping[str, str] | None = None,
-    cwd: str | Path | None = None,
-    stdout=None,
-) -> Result:
-    """Run argv (never through a shell). Prints `+ cmd` first unless echo is False.
-
-    With check=True a non-zero exit raises CalledProcessError; callers turn it into their own error class.
-    A timeout returns a Result with timed_out=True instead of raising, so probes can move on.
-    """
+def _argv(argv: Sequence[str | os.PathLike[str]]) -> list[str]:
     args = [str(a) for a in argv]
     args[0] = require(args[0]) if os.sep not in args[0] else args[0]
+    return args
+
+
+def run(argv: Sequence[str | os.PathLike[str]], *, check: bool = True, capture: bool = False,
+        timeout: float | None = None, echo: bool = True, env: Mapping[str, str] | None = None,
+        cwd: str | Path | None = None, binary: bool = False) -> Result:
+    """Run argv (never through a shell). Prints `+ cmd` first unless echo is False.
+
+    check=True raises CommandFailed on a non-zero exit. A timeout kills the process group and returns a Result
+    with timed_out=True, so probes can move on. binary=True keeps stdout as bytes (stdout_bytes).
+    """
+    args = _argv(argv)
     if echo:
-        print(f"+ {quote(argv)}", file=sys.stderr, flush=True)
+        print(f"+ {quote(args)}", file=sys.stderr, flush=True)
     full_env = None if env is None else {**os.environ, **env}
-    pipe = subprocess.PIPE if capture else stdout
-    try:
-        proc = subprocess.run(  # noqa: S603 - argv list, no shell
-            args, stdout=pipe, stderr=subprocess.PIPE if capture else None, text=True,
-            timeout=timeout, env=full_env, cwd=cwd, check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        return Result(tuple(args), -1, _text(exc.stdout), _text(exc.stderr), timed_out=True)
-    result = Result(tuple(args), proc.returncode, proc.stdout or "", proc.stderr or "")
-    if check and proc.returncode != 0:
-        raise subprocess.CalledProcessError(proc.returncode, args, result.stdout, result.stderr)
+    pipe = subprocess.PIPE if capture or binary else None
+    with subprocess.Popen(args, stdout=pipe, stderr=subprocess.PIPE if capture or binary else None,  # noqa: S603
+                          env=full_env, cwd=cwd, start_new_session=timeout is not None) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            out, err = proc.communicate()
+            timed_out = True
+    text = (out or b"").decode(errors="replace")
+    result = Result(tuple(args), -1 if timed_out else proc.returncode, "" if binary else text,
+                    (err or b"").decode(errors="replace"), timed_out, out or b"")
+    if check and (timed_out or proc.returncode != 0):
+        raise CommandFailed(result)
     return result
 
 
-def _text(data: bytes | str | None) -> str:
-    if data is None:
-        return ""
-    return data.decode(errors="replace") if isinstance(data, bytes) else data
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
 
 
 def run_logged(argv: Sequence[str | os.PathLike[str]], log: Path, *, show: bool = True,
@@ -95,16 +115,16 @@ def run_logged(argv: Sequence[str | os.PathLike[str]], log: Path, *, show: bool 
 
     Ctrl-C reaches the child through the process group as usual; we wait for it so no build is left running.
     """
-    args = [str(a) for a in argv]
-    args[0] = require(args[0]) if os.sep not in args[0] else args[0]
-    print(f"+ {quote(argv)}", file=sys.stderr, flush=True)
+    args = _argv(argv)
+    print(f"+ {quote(args)}", file=sys.stderr, flush=True)
     log.parent.mkdir(parents=True, exist_ok=True)
     full_env = None if env is None else {**os.environ, **env}
     with log.open("w") as sink, subprocess.Popen(  # noqa: S603 - argv list, no shell
-        args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=full_env, bufsize=1,
+        args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=full_env,
     ) as proc:
         try:
-            for line in proc.stdout:  # type: ignore[union-attr]
+            for raw in proc.stdout:  # type: ignore[union-attr]
+                line = raw.decode(errors="replace")
                 sink.write(line)
                 if show:
                     sys.stderr.write(line)

@@ -1,10 +1,15 @@
-"""Turn task flags + invoke config into Options: a flag beats config, config beats the built-in default."""
+"""Task flags + invoke.yaml (`cleanbuild:` section) -> Options. A flag beats config, config beats the default.
+
+The site config is checked like a profile: a wrong type or an unknown key is a one-line error (exit 2) naming
+the key. tasks.py also checks that invoke.yaml parses at all before invoke reads it (see check_site_file).
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import getpass
 import os
+import re
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -12,20 +17,39 @@ from pathlib import Path
 
 from .arch import Arch, host_runner, resolve
 from .errors import UsageError
+from .gpu import parse_gpus
 from .plan import REPO_ROOT, Options
 from .profiles import Profile, load, parse_sets
 from .tag import today
 
-DEFAULTS = {
-    "profile": "default",
-    "registry": "atom-build",
-    "builder": None,
-    "ca_bundle": None,
-    "progress": "auto",
-    "user": None,
-    "overrides": {},
-    "cache_dir": None,
+DEFAULTS: dict[str, object] = {
+    "profile": "default", "registry": "atom-build", "builder": None, "ca_bundle": None, "progress": "auto",
+    "user": None, "overrides": {}, "cache_dir": None, "gpus": None, "container_user": None,
+    "push": False, "cache_registry": None,
 }
+TYPES: dict[str, tuple[type, ...]] = {
+    "profile": (str,), "registry": (str,), "builder": (str,), "ca_bundle": (str,), "progress": (str,),
+    "user": (str,), "overrides": (dict,), "cache_dir": (str,), "gpus": (str, int), "container_user": (str, int),
+    "push": (bool,), "cache_registry": (str,),
+}
+# host[:port]/path, lower case (Docker's reference grammar, without the tag).
+REGISTRY = re.compile(r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*$")
+
+
+def site_config(raw: object) -> dict[str, object]:
+    """The `cleanbuild:` section of invoke.yaml, checked: a mapping of known keys with values of the right type."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise UsageError(f"invoke.yaml: `cleanbuild:` must be a mapping, not {type(raw).__name__}. To fix, see the README's invoke.yaml example.")
+    out = {}
+    for key, value in raw.items():
+        if key not in TYPES:
+            raise UsageError(f"invoke.yaml: unknown key cleanbuild.{key}. To fix, use one of: {', '.join(sorted(TYPES))}.")
+        if value is not None and not isinstance(value, TYPES[key]):
+            raise UsageError(f"invoke.yaml: cleanbuild.{key} is {value!r}, not {' or '.join(t.__name__ for t in TYPES[key])}. To fix, correct it.")
+        out[key] = value
+    return out
 
 
 def pick(flag: object, config: Mapping[str, object], key: str) -> object:
@@ -50,7 +74,9 @@ class Inputs:
     allow_no_smoke: bool = False
     sets: tuple[str, ...] = ()
     user: str | None = None
-    context: str | None = None
+    gpus: str | None = None
+    container_user: str | None = None
+    device: str | None = None
 
 
 def load_profile(inputs: Inputs, config: Mapping[str, object]) -> Profile:
@@ -72,11 +98,17 @@ def user_name(flag: str | None, config: Mapping[str, object]) -> str:
 
 def cache_dir(config: Mapping[str, object]) -> Path:
     value = pick(None, config, "cache_dir")
-    return Path(str(value)) if value else REPO_ROOT / ".cache"
+    return Path(str(value)).resolve() if value else REPO_ROOT / ".cache"
 
 
-def options(inputs: Inputs, config: Mapping[str, object], *, arch: Arch | None = None,
-            base_image: str | None = None, context: Path | None = None) -> Options:
+def registry(config: Mapping[str, object]) -> str:
+    value = str(pick(None, config, "registry"))
+    if not REGISTRY.match(value):
+        raise UsageError(f"registry {value!r} is not a valid image repository prefix (host[:port]/path, lower case). To fix, correct cleanbuild.registry in invoke.yaml.")
+    return value
+
+
+def options(inputs: Inputs, config: Mapping[str, object], *, arch: Arch | None = None) -> Options:
     chosen = arch or resolve(inputs.arch, host_runner).arch
     ca = pick(inputs.ca_bundle, config, "ca_bundle")
     if ca and not Path(str(ca)).is_file():
@@ -87,12 +119,17 @@ def options(inputs: Inputs, config: Mapping[str, object], *, arch: Arch | None =
     progress = str(pick(inputs.progress, config, "progress"))
     if progress not in ("auto", "plain", "tty", "quiet"):
         raise UsageError(f"--progress {progress!r} is not one of auto, plain, tty, quiet.")
+    if inputs.device not in (None, "cpu", "cuda"):
+        raise UsageError(f"--device {inputs.device!r} is not cpu or cuda.")
+    gpus = pick(inputs.gpus, config, "gpus")
+    user = pick(inputs.container_user, config, "container_user")
     return Options(
         arch=chosen, ck_free=inputs.ck_free, builder=pick(inputs.builder, config, "builder"),  # type: ignore[arg-type]
         progress=progress, ca_bundle=Path(str(ca)).resolve() if ca else None, model=model,
         allow_no_smoke=inputs.allow_no_smoke, user=user_name(inputs.user, config), date=today(),
-        registry=str(pick(None, config, "registry")), run_id=new_run_id(), context=context,
-        base_image=base_image,
+        registry=registry(config), run_id=new_run_id(), cache_dir=cache_dir(config),
+        validation_device=inputs.device, gpus=parse_gpus(str(gpus)) if gpus is not None else None,
+        container_user=str(user) if user is not None else None,
     )
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
@@ -32,51 +31,3 @@ def normalise(raw: str | None) -> str | None:
         return str(Version(raw))
     except InvalidVersion:
         return raw
-
-
-@dataclass(frozen=True)
-class ImageVersions:
-    """What the image itself says (its /opt/atom-build/versions.json)."""
-
-    rocm: str | None
-    torch: str | None
-    hip: str | None
-    triton: str | None
-    aiter: str | None
-    atom: str | None
-    python: str | None
-    arch: str | None
-    ck: bool | None
-
-    @classmethod
-    def from_json(cls, data: dict) -> ImageVersions:
-        pkgs = data.get("packages", data)
-        return cls(
-            rocm=rocm_version(data.get("rocm")),
-            torch=normalise(_get(pkgs, "torch")),
-            hip=data.get("hip") or data.get("torch_hip"),
-            triton=normalise(_get(pkgs, "triton")),
-            aiter=normalise(_get(pkgs, "amd-aiter") or _get(pkgs, "aiter")),
-            atom=normalise(_get(pkgs, "atom")),
-            python=data.get("python"),
-            arch=data.get("arch") or data.get("gpu_arch"),
-            ck=_ck(data),
-        )
-
-
-def _get(pkgs: dict, name: str) -> str | None:
-    for key in (name, name.replace("-", "_"), name.replace("_", "-")):
-        value = pkgs.get(key)
-        if isinstance(value, str):
-            return value
-        if isinstance(value, dict):
-            return value.get("version")
-    return None
-
-
-def _ck(data: dict) -> bool | None:
-    for key in ("enable_ck", "ck", "ck_mode"):
-        if key in data:
-            value = data[key]
-            return value in (True, 1, "1", "full", "ck") if value is not None else None
-    return None

@@ -1,8 +1,9 @@
-"""python -m patches list | apply --root DIR | check --root DIR
+"""python -m patches list | apply --root DIR | check --root DIR | upstream
 
 Exit codes: 0 done (apply) or nothing to change (check); 1 check found
 something to change; 2 drift, usage error or I/O error (one line on stderr,
-the traceback only with --debug).
+the traceback only with --debug). `upstream` has its own: 0 every patch
+applies or is fixed upstream, 1 drift, 3 a repository cannot be reached.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from patches import engine
+from patches import engine, upstream
 from patches.catalog import PATCHES, by_name
 
 
@@ -51,7 +52,26 @@ def build_parser() -> argparse.ArgumentParser:
             help="run only these patches (their targets must be present)",
         )
         cmd.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_upstream_parser(sub, debug)
     return parser
+
+
+def add_upstream_parser(sub, debug: argparse.ArgumentParser) -> None:
+    cmd = sub.add_parser(
+        "upstream",
+        parents=[debug],
+        help="fetch upstream's target files (shallow) and check every patch against them",
+    )
+    for repo, default in upstream.DEFAULT_SOURCES.items():
+        cmd.add_argument(f"--{repo}", default=default, metavar="URL_OR_PATH", help=f"default: {default}")
+    cmd.add_argument(
+        "--ref",
+        default=upstream.DEFAULT_REF,
+        help="branch, tag or commit to check in both repositories (default: each one's default branch)",
+    )
+    for repo in upstream.DEFAULT_SOURCES:
+        cmd.add_argument(f"--{repo}-ref", metavar="REF", help=f"overrides --ref for {repo}")
+    cmd.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,10 +80,17 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         if args.command == "list":
             return list_patches()
+        if args.command == "upstream":
+            return run_upstream(args)
         return run(args)
     except KeyboardInterrupt:
         print("patches: interrupted", file=sys.stderr)
         return 130
+    except upstream.Unreachable as exc:
+        if "--debug" in argv:
+            raise
+        print(f"patches: error: {exc}", file=sys.stderr)
+        return 3
     except (UsageError, OSError) as exc:
         if "--debug" in argv:
             raise
@@ -132,3 +159,32 @@ def print_report(report: engine.Report) -> None:
     summary = ", ".join(f"{n} {outcome}" for outcome, n in counts.items())
     wrote = f"; wrote {len(report.written)} file(s)" if report.mode == "apply" else ""
     print(f"{report.mode}: {summary} under {report.root}{wrote}")
+
+
+def run_upstream(args: argparse.Namespace) -> int:
+    sources = {
+        repo: (getattr(args, repo), getattr(args, f"{repo}_ref") or args.ref)
+        for repo in upstream.DEFAULT_SOURCES
+    }
+    result = upstream.check(sources)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print_upstream(result)
+    for drifted in result.report.drifted:
+        print(f"patches: drift: {drifted.detail}", file=sys.stderr)
+    return result.exit_code
+
+
+def print_upstream(result: upstream.UpstreamReport) -> None:
+    for fetched in result.fetched:
+        print(f"{fetched.repo:<6} {fetched.commit[:12]} {fetched.date}  {fetched.source} ({fetched.ref})")
+    for entry in result.report.results:
+        fetched = result.fetched_for(entry.target)
+        outcome = "would apply" if entry.outcome == engine.APPLIED else entry.outcome
+        print(f"{outcome:<16} {entry.name:<26} {fetched.repo}@{fetched.commit[:12]} ({fetched.date[:10]})")
+        print(f"{'':<16} {entry.detail}")
+    verdict = (
+        "drift: a patch no longer fits" if result.exit_code else "every patch applies or is fixed upstream"
+    )
+    print(f"upstream: {verdict}")

@@ -3,7 +3,7 @@
 A patch is data: a name, a summary and one or more steps, each a target file
 (relative to the root) and a `plan(Source) -> Plan` function. The engine does
 the rest: reading, the rewrite, re-parsing, the idempotence check, diffs, and
-the atomic writes.
+the writes (all files or none).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from patches.source import Drift, Edit, Source
-from patches.writer import write_atomic
+from patches.writer import Change, write_all
 
 APPLIED = "applied"
 ALREADY_APPLIED = "already-applied"
@@ -134,9 +134,9 @@ class Workspace:
         return [t for t, data in self.current.items() if data != self.original[t]]
 
     def write_changed(self) -> list[str]:
+        """Write every changed file or none (writer.WriteError names the one that failed)."""
         changed = self.changed()
-        for target in changed:
-            write_atomic(self.root / target, self.current[target])
+        write_all([Change(t, self.root / t, self.current[t], self.original[t]) for t in changed])
         return changed
 
 

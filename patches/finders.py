@@ -6,9 +6,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from patches.source import Drift, Source
+from patches.source import Drift, Edit, Source
 
 MARK = "# atom-build({name}):"
+ARCH_WORD = "gfx"  # every AMD arch name (gfx942, gfx950, gfx1250) and aiter's get_gfx()
 
 
 def marker(name: str, why: str) -> str:
@@ -21,13 +22,18 @@ def has_marker(src: Source, stmt: ast.stmt, name: str) -> bool:
     return src.comment_above(stmt).startswith(MARK.format(name=name))
 
 
+def marker_edit(src: Source, stmt: ast.stmt, name: str, why: str) -> Edit:
+    """Insert the marker on a line of its own above stmt. A statement that shares
+    its line (`else: x = 1`) has no line above it to hold the comment."""
+    start, _ = src.span(stmt)
+    if src.line(stmt.lineno)[: stmt.col_offset].strip():
+        raise Drift(stmt.lineno, "the statement to patch on a line of its own")
+    return Edit(start, start, f"{marker(name, why)}\n{src.indent(stmt)}")
+
+
 def module_def(tree: ast.Module, name: str) -> ast.FunctionDef:
     """The one module-level `def name`; Drift when absent or defined twice."""
-    found = [
-        node
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name
-    ]
+    found = [node for node in tree.body if _is_def(node) and node.name == name]
     if len(found) != 1:
         lines = ", ".join(str(n.lineno) for n in found)
         where = f"found {len(found)} (lines {lines})" if found else "found none"
@@ -75,10 +81,8 @@ def words(node: ast.AST) -> set[str]:
 
 
 def subscript_assign(stmt: ast.AST, var: str, key: str) -> ast.expr | None:
-    """The value of `var["key"] = value`, or None when stmt is not that."""
-    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
-        return None
-    target = stmt.targets[0]
+    """The value of `var["key"] = value` (or `var["key"]: T = value`), or None when stmt is not that."""
+    target = assigned_target(stmt)
     if (
         isinstance(target, ast.Subscript)
         and isinstance(target.value, ast.Name)
@@ -90,11 +94,116 @@ def subscript_assign(stmt: ast.AST, var: str, key: str) -> ast.expr | None:
     return None
 
 
+def assigned_target(stmt: ast.AST) -> ast.expr | None:
+    """The single target of `t = value` or `t: T = value`; None for anything else."""
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        return stmt.targets[0]
+    if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        return stmt.target
+    return None
+
+
+def block_of(parent: ast.AST, stmt: ast.stmt) -> list[ast.stmt]:
+    """The statement list of parent (body, else, finally, ...) that holds stmt."""
+    for field in ("body", "orelse", "finalbody"):
+        body = getattr(parent, field, None)
+        if isinstance(body, list) and any(s is stmt for s in body):
+            return body
+    return []
+
+
 def next_sibling(parent: ast.AST, stmt: ast.stmt) -> ast.stmt | None:
     """The statement after stmt in whichever body of parent holds it."""
-    for field in ("body", "orelse", "finalbody", "handlers"):
-        body = getattr(parent, field, None)
-        if isinstance(body, list) and stmt in body:
-            index = body.index(stmt)
-            return body[index + 1] if index + 1 < len(body) else None
+    body = block_of(parent, stmt)
+    index = next((i for i, s in enumerate(body) if s is stmt), None)
+    return body[index + 1] if index is not None and index + 1 < len(body) else None
+
+
+# --- calls into module-level helpers ---------------------------------------------
+
+
+def module_defs(tree: ast.Module) -> dict[str, ast.FunctionDef]:
+    return {node.name: node for node in tree.body if _is_def(node)}
+
+
+def called_module_defs(
+    tree: ast.Module, node: ast.AST
+) -> Iterator[tuple[ast.FunctionDef, tuple[ast.AST, ...]]]:
+    """Module-level functions called by plain name under node, each with the
+    ancestor chain of its call site (first call site only)."""
+    defs, seen = module_defs(tree), set()
+    for call, ancestors in walk_with_ancestors(node):
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name):
+            helper = defs.get(call.func.id)
+            if helper is not None and helper is not node and helper.name not in seen:
+                seen.add(helper.name)
+                yield helper, (*ancestors, call)
+
+
+def _is_def(node: ast.AST) -> bool:
+    return isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+
+
+# --- arch branches ------------------------------------------------------------------
+# A statement under `if <test naming an arch>:` is that arch's special case; the
+# `else` of such a test is the generic path every other arch takes. Negated tests
+# (`gfx != "gfx1250"`, `not is_gfx1250()`) swap the two.
+
+_NEGATIVE_OPS = (ast.NotEq, ast.NotIn, ast.IsNot)
+
+
+def names_arch(node: ast.AST) -> bool:
+    return any(ARCH_WORD in word.lower() for word in words(node))
+
+
+def selects_arch(test: ast.expr) -> bool:
+    """True when `test` holding means the arch is one the test names."""
+    if not names_arch(test):
+        return False
+    if isinstance(test, ast.BoolOp):
+        parts = [selects_arch(value) for value in test.values]
+        return any(parts) if isinstance(test.op, ast.And) else all(parts)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return excludes_arch(test.operand)
+    if isinstance(test, ast.Compare):
+        return not all(isinstance(op, _NEGATIVE_OPS) for op in test.ops)
+    return True  # an arch predicate: is_gfx1250(), skinny_traps(gfx, M)
+
+
+def excludes_arch(test: ast.expr) -> bool:
+    """True when `test` failing means the arch is one the test names."""
+    if not names_arch(test):
+        return False
+    if isinstance(test, ast.BoolOp):
+        parts = [excludes_arch(value) for value in test.values]
+        return any(parts) if isinstance(test.op, ast.Or) else all(parts)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return selects_arch(test.operand)
+    if isinstance(test, ast.Compare):
+        return all(isinstance(op, _NEGATIVE_OPS) for op in test.ops)
+    return False
+
+
+def arch_branch(chain: tuple[ast.AST, ...]) -> ast.AST | None:
+    """The `if` or `case` along chain (outermost first, the node itself last)
+    whose branch holding the node is one arch's special case; None when the node
+    is on the generic path."""
+    for parent, child in zip(chain, chain[1:], strict=False):
+        if isinstance(parent, ast.If):
+            if _holds(parent.body, child) and selects_arch(parent.test):
+                return parent
+            if _holds(parent.orelse, child) and excludes_arch(parent.test):
+                return parent
+        elif isinstance(parent, ast.Match) and isinstance(child, ast.match_case):
+            named = names_arch(parent.subject) or names_arch(child.pattern)
+            if named and not _wildcard(child.pattern):
+                return child
     return None
+
+
+def _holds(body: list[ast.stmt], node: ast.AST) -> bool:
+    return any(stmt is node for stmt in body)
+
+
+def _wildcard(pattern: ast.pattern) -> bool:
+    return isinstance(pattern, ast.MatchAs) and pattern.pattern is None

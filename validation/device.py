@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import torch
 
+from validation.archs import ARCHS
+
 
 @dataclass(frozen=True)
 class DeviceInfo:
@@ -60,8 +62,9 @@ def fp8_native(dtype_name: str, info: DeviceInfo) -> tuple[bool, str]:
             return True, "Triton interpreter on CPU (numpy), not hardware fp8"
         return False, f"{dtype_name} not supported by the Triton interpreter"
     if info.is_amd:
-        # gfx942 MFMA has fnuz fp8 only; gfx950 has OCP e4m3fn.
-        ok = {"gfx942": "float8_e4m3fnuz", "gfx950": "float8_e4m3fn"}.get(info.gcn_arch or "") == dtype_name
+        # An AMD arch's matrix cores take its own fp8 type only (gfx942 fnuz, gfx950 OCP e4m3fn).
+        facts = ARCHS.get(info.gcn_arch or "")
+        ok = facts is not None and facts.fp8_dtype == dtype_name
         return ok, "" if ok else f"{dtype_name} not native on {info.gcn_arch}"
     if dtype_name == "float8_e4m3fn" and info.capability and info.capability >= (8, 9):
         return True, ""

@@ -21,8 +21,8 @@ import re
 from pathlib import Path
 
 # bytes per element by the name token in aiter's config file names (FP4 is packed two per byte).
-_BYTES = {"16": 2.0, "8": 1.0, "FP4": 0.5}
-_DTYPES = re.compile(r"A(16|8|FP4)W(16|8|FP4)")
+_BYTES = {"16": 2.0, "8": 1.0, "FP8": 1.0, "FP4": 0.5}
+_DTYPES = re.compile(r"A(16|8|FP8|FP4)W(16|8|FP8|FP4)")
 
 
 def lds_buffers(num_stages: int, vendor: str) -> int:
@@ -51,8 +51,22 @@ def configs_in(obj, prefix: str = ""):
             yield from configs_in(v, f"{prefix}.{k}" if prefix else str(k))
 
 
-def aiter_config_files(aiter_root: Path, prefix: str) -> list[Path]:
-    return sorted((aiter_root / "ops" / "triton" / "configs" / "gemm").glob(f"{prefix}-*.json"))
+def aiter_config_files(aiter_root: Path, prefix: str, legacy_prefix: str = "") -> tuple[list[Path], str]:
+    """The arch's Triton GEMM config files and the pattern that found them.
+
+    aiter at the pin keeps configs/gemm/<prefix>-*.json plus the newer configs/<prefix>/triton/gemm/*.json;
+    aiter before 2026-01 named the flat files by device (legacy_prefix, e.g. MI300X-*.json).
+    """
+    configs = aiter_root / "ops" / "triton" / "configs"
+    found = sorted((configs / "gemm").glob(f"{prefix}-*.json"))
+    found += sorted((configs / prefix / "triton" / "gemm").glob("*.json"))
+    if found:
+        return found, f"gemm/{prefix}-*.json, {prefix}/triton/gemm/*.json"
+    if legacy_prefix:
+        legacy = sorted((configs / "gemm").glob(f"{legacy_prefix}-*.json"))
+        if legacy:
+            return legacy, f"gemm/{legacy_prefix}-*.json (aiter before 2026-01)"
+    return [], f"gemm/{prefix}-*.json"
 
 
 def load_json(path: Path):

@@ -31,6 +31,8 @@ PRESETS: dict[str, dict] = {
 }
 
 M_BUCKETS = tuple(2**i for i in range(14))  # 1 .. 8192 tokens
+_JSON_KINDS = {list: "JSON array", str: "JSON string", int: "JSON number", float: "JSON number",
+               bool: "JSON boolean", type(None): "JSON null"}
 
 
 @dataclass(frozen=True, order=True)
@@ -49,7 +51,13 @@ def load_config(spec: str) -> tuple[str, dict]:
         path = path / "config.json"
     if not path.is_file():
         raise ValueError(f"--model {spec!r} is neither a preset ({', '.join(PRESETS)}) nor a config.json")
-    cfg = json.loads(path.read_text())
+    try:
+        cfg = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"--model {path}: not a readable JSON file ({e})") from None
+    if not isinstance(cfg, dict):
+        kind = _JSON_KINDS.get(type(cfg), type(cfg).__name__)
+        raise ValueError(f"--model {path}: a Hugging Face config.json is a JSON object, this one is a {kind}")
     return cfg.get("_name_or_path") or path.parent.name or str(path), cfg
 
 

@@ -85,6 +85,8 @@ class Report:
     torch: str
     triton: str | None
     aiter: str | None
+    aiter_commit: str | None = None  # the aiter commit the checks ran (checkout HEAD, or the install's record)
+    aiter_source: str | None = None  # the aiter package folder they ran from (--aiter-src, or the install)
     wall_s: float = 0.0
     exit_code: int = 0
     checks: list[CheckResult] = field(default_factory=list)
@@ -126,7 +128,8 @@ HEADER = ("check / case", "status", "wall s", "cosine", "max abs err", "backend"
 
 def render(report: Report) -> str:
     head = (f"validation: arch {report.arch}, device {report.device} ({report.device_name}), "
-            f"torch {report.torch}, triton {report.triton}, aiter {report.aiter}, {report.wall_s:.1f} s")
+            f"torch {report.torch}, triton {report.triton}, aiter {report.aiter} (commit {report.aiter_commit}, "
+            f"from {report.aiter_source}), {report.wall_s:.1f} s")
     try:
         return head + "\n" + _render_rich(report)
     except ImportError:

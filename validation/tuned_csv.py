@@ -52,20 +52,27 @@ def _bool(v: str) -> bool:
     return v.strip().lower() in ("true", "1")
 
 
-def load_rows(path: Path) -> list[dict[str, str]]:
+def _rows(path: Path, gfx: str):
+    """(line number, row) for rows of this gfx (or with no gfx), streamed: aiter's tuned CSVs reach 100+ MB.
+
+    Rows of other archs are dropped on their gfx cell alone, before a dict is built for them.
+    """
     if not path.is_file():
         raise CsvError(f"tuned CSV not found: {path}")
     try:
         with path.open(newline="") as f:
-            reader = csv.DictReader(f, skipinitialspace=True)
-            cols = [c.strip() for c in reader.fieldnames or []]
+            reader = csv.reader(f, skipinitialspace=True)
+            cols = [c.strip() for c in next(reader, None) or []]
             missing = [c for c in REQUIRED if c not in cols]
             if missing:
                 raise CsvError(f"{path}: missing columns {', '.join(missing)} (has: {', '.join(cols) or 'none'})")
-            rows = [{k.strip(): (v or "").strip() for k, v in r.items() if k} for r in reader]
+            gi = cols.index("gfx") if "gfx" in cols else None
+            for line, values in enumerate(reader, start=2):
+                if not values or (gi is not None and gi < len(values) and values[gi].strip() not in ("", gfx)):
+                    continue
+                yield line, {c: v.strip() for c, v in zip(cols, values, strict=False) if c}
     except (OSError, UnicodeDecodeError, csv.Error) as e:
         raise CsvError(f"{path}: cannot read: {e}") from e
-    return rows
 
 
 def row_key(row: dict[str, str], where: str) -> Key:
@@ -77,14 +84,17 @@ def row_key(row: dict[str, str], where: str) -> Key:
         raise CsvError(f"{where}: malformed row {row}: {e}") from e
 
 
-def index(paths: list[Path], gfx: str) -> dict[Key, dict[str, str]]:
-    """Rows for this gfx (when the CSV has a gfx column; older CSVs key on cu_num alone)."""
+def index(paths: list[Path], gfx: str, cu_num: int | None = None) -> dict[Key, dict[str, str]]:
+    """Rows for this gfx (when the CSV has a gfx column; older CSVs key on cu_num alone), and this cu_num if given.
+
+    Only the kept rows stay in memory, so a large CSV costs its target rows, not its size.
+    """
     table: dict[Key, dict[str, str]] = {}
     for path in paths:
-        for i, row in enumerate(load_rows(path), start=2):
-            if row.get("gfx") and row["gfx"] != gfx:
-                continue
-            table.setdefault(row_key(row, f"{path}:{i}"), row)
+        for line, row in _rows(path, gfx):
+            key = row_key(row, f"{path}:{line}")
+            if cu_num is None or key.cu_num == cu_num:
+                table.setdefault(key, row)
     return table
 
 

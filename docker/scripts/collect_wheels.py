@@ -1,13 +1,17 @@
-"""Collect the component wheels into /wheels and write /wheels/manifest.json (stdlib only; runs in a build stage).
+"""The wheels stage's checks and records (stdlib only; runs in build stages and in the clean image).
 
-Input: one folder per component under --in (torch/, triton/, aiter/, ..., deps/), each holding that stage's wheels.
+    collect       check the component wheels under --in and write manifest.json and the two hash-pinned
+                  requirement files (common/: the same for every arch and CK mode; arch/: this build's)
+    lock-check    the lock file was made for these aiter and ATOM commits
+    split-lock    the lock's binary-only lines and the lines of what DEPS_BUILD builds from an sdist
+    torch-triton  the triton requirement of a torch wheel's own metadata (triton-rocm==3.6.0 for ROCm torch)
+    source-facts  commit, date and `git describe` of a source checkout, as JSON
+    no-nvidia     fail when an nvidia-* distribution is installed in this interpreter
+
 Which components must be there follows the Dockerfile.wheels build arguments, read from the environment
-(TORCH_SOURCE, TORCHVISION_VERSION, MORI_SOURCE, ...): a component whose source is `none` is not expected.
-Fails (exit 1, one line per problem) when an expected wheel is missing, when two wheels claim one project, or when
-PREBUILD_KERNELS=1 but the aiter wheel holds no compiled kernels for GPU_ARCH.
-
-The installer (the uv wheel of --installer, INSTALLER_SOURCE / INSTALLER_VERSION) is recorded apart, as the
-manifest's top-level "installer": never among "wheels", so never in the requirements or the runtime venv.
+(TORCH_SOURCE, TORCHVISION_VERSION, MORI_SOURCE, ...). collect fails (exit 1, one line per problem) when an
+expected wheel is missing, two wheels claim one project, two distributions own one file (PyPI triton and
+triton-rocm both own triton/), or PREBUILD_KERNELS=1 and the aiter wheel holds no compiled kernels for GPU_ARCH.
 """
 
 from __future__ import annotations
@@ -18,54 +22,25 @@ import hashlib
 import json
 import os
 import re
-import shutil
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
 INSTALLER = "uv"
-COMPONENTS = ("torch", "torchvision", "torchaudio", "triton", "triton_kernels", "flydsl", "mori", "aiter", "atom")
+LOCK_HEADER = "# atom-build-lock "
+# component -> the folder under --in its wheels are in, and whether they are this arch's (arch/) or common/.
+FOLDERS = {"torch": ("torch", False), "triton": ("triton", False), "deps": ("deps", False), "atom": ("atom", False),
+           "mori": ("mori", False), "mori-arch": ("mori-arch", True), "aiter": ("aiter", True)}
+TRITONS = ("triton", "triton-rocm", "pytorch-triton-rocm", "pytorch-triton")
 
 
 def env(name: str, default: str = "") -> str:
     return os.environ.get(name, default).strip()
 
 
-def source_ref(component: str) -> str | None:
-    """What the component was built from, or None when the profile leaves it out."""
-    torch_src = env("TORCH_SOURCE", "index")
-    if component in ("torch", "torchvision", "torchaudio"):
-        version = env(f"{component.upper()}_VERSION")
-        if component != "torch" and not version:
-            return None
-        if torch_src == "index":
-            return f"index:{env('TORCH_INDEX_URL')} {component}=={version}"
-        return f"local:local/{component}"
-    upper = component.upper()
-    source = env(f"{upper}_SOURCE")
-    if source in ("", "none"):
-        return None
-    if source == "local":
-        return f"local:local/{component}"
-    if source == "git":
-        return f"git:{env(upper + '_REPO')}@{env(upper + '_REF')}"
-    if source == "pypi":
-        package = env(upper + "_PACKAGE") or component
-        return f"pypi:{package}=={env(upper + '_VERSION')}"
-    return f"{source}:"
-
-
 def normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def wheel_metadata(path: Path) -> tuple[str, str]:
-    with zipfile.ZipFile(path) as zf:
-        names = [n for n in zf.namelist() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)]
-        if len(names) != 1:
-            raise ValueError(f"{path.name}: expected one .dist-info/METADATA, found {len(names)}")
-        meta = email.parser.Parser().parsestr(zf.read(names[0]).decode("utf-8"), headersonly=True)
-    return meta["Name"], meta["Version"]
 
 
 def sha256(path: Path) -> str:
@@ -74,6 +49,20 @@ def sha256(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def wheel_metadata(path: Path) -> email.message.Message:
+    with zipfile.ZipFile(path) as zf:
+        names = [n for n in zf.namelist() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)]
+        if len(names) != 1:
+            raise ValueError(f"{path.name}: expected one .dist-info/METADATA, found {len(names)}")
+        return email.parser.Parser().parsestr(zf.read(names[0]).decode("utf-8"), headersonly=True)
+
+
+def owned_files(path: Path) -> set[str]:
+    """The files a wheel installs outside its own .dist-info/.data folders (what two distributions may fight over)."""
+    with zipfile.ZipFile(path) as zf:
+        return {n for n in zf.namelist() if not n.endswith("/") and not re.match(r"[^/]+\.(dist-info|data)/", n)}
 
 
 def compiled_kernels(path: Path, arch: str) -> list[str]:
@@ -88,104 +77,232 @@ def compiled_kernels(path: Path, arch: str) -> list[str]:
     return found
 
 
-def installer_entry(folder: Path | None, errors: list[str]) -> dict | None:
-    """The uv wheel in `folder` as a manifest entry; None when INSTALLER_SOURCE is none (or unset) and none is there."""
-    source = env("INSTALLER_SOURCE", "none")
-    wheels = sorted(folder.glob("*.whl")) if folder is not None and folder.is_dir() else []
-    if source == "none" and not wheels:
-        return None
-    package = env("INSTALLER_PACKAGE") or INSTALLER
-    ref = f"pypi:{package}=={env('INSTALLER_VERSION')}" if source == "pypi" else f"{source}:local/installer"
-    if len(wheels) != 1:
-        errors.append(f"component 'installer' (from {ref}): expected one {INSTALLER} wheel in {folder}, "
-                      f"found {len(wheels)}: {', '.join(w.name for w in wheels) or 'none'}")
-        return None
-    whl = wheels[0]
-    try:
-        name, version = wheel_metadata(whl)
-    except (zipfile.BadZipFile, ValueError, KeyError) as exc:
-        errors.append(f"component 'installer': unreadable wheel {whl.name}: {exc}")
-        return None
-    want = env("INSTALLER_VERSION")
-    if normalize(name) != INSTALLER:
-        errors.append(f"component 'installer': {whl.name} is {name}, not {INSTALLER}")
-    elif want and version != want:
-        errors.append(f"component 'installer': {whl.name} is {INSTALLER} {version}, the profile pins {want}")
-    return {"name": name, "version": version, "filename": whl.name, "sha256": sha256(whl),
-            "size": whl.stat().st_size, "source": ref}
+# ---- what is expected ------------------------------------------------------------------------------------------
+
+def expected() -> dict[str, str]:
+    """component -> where it came from, for every component the build arguments ask for."""
+    out = {"torch": _torch_ref("torch", env("TORCH_VERSION")), "deps": "lock/runtime.txt",
+           "aiter": f"git:{env('AITER_REPO')}@{env('AITER_REF')}", "atom": f"git:{env('ATOM_REPO')}@{env('ATOM_REF')}"}
+    for extra in ("torchvision", "torchaudio"):
+        if env(f"{extra.upper()}_VERSION"):
+            out[extra] = _torch_ref(extra, env(f"{extra.upper()}_VERSION"))
+    triton = env("TRITON_SOURCE", "none")
+    if triton == "torch":
+        out["triton"] = f"as the torch wheel requires, from {env('TORCH_INDEX_URL')}"
+    elif triton == "pypi":
+        out["triton"] = f"pypi:{env('TRITON_PACKAGE', 'triton')}=={env('TRITON_VERSION')}"
+    mori = env("MORI_SOURCE", "none")
+    if mori == "pypi":
+        out["mori"] = f"pypi:{env('MORI_PACKAGE')}=={env('MORI_VERSION')}"
+    elif mori == "git":
+        out["mori"] = f"git:{env('MORI_REPO')}@{env('MORI_REF')}"
+    return out
 
 
-def collect(in_root: Path, out: Path, arch: str, ck_mode: str, prebuild: bool, manifest_only: bool = False,
-            installer: Path | None = None) -> list[str]:
+def _torch_ref(name: str, version: str) -> str:
+    if env("TORCH_SOURCE") == "index":
+        return f"index:{env('TORCH_INDEX_URL')} {name}=={version}"
+    return f"local:local/torch {name}"
+
+
+def component_of(name: str, folder: str) -> str:
+    key = normalize(name)
+    if folder == "torch":
+        return key if key in ("torch", "torchvision", "torchaudio") else "torch"
+    if folder in ("mori", "mori-arch"):
+        return "mori"
+    if folder == "deps" and key == "flydsl":
+        return "flydsl"
+    return folder
+
+
+# ---- collect ---------------------------------------------------------------------------------------------------
+
+def collect(in_root: Path, out: Path, lock_dir: Path) -> list[str]:
     errors: list[str] = []
-    installer_info = installer_entry(installer, errors)
-    plan: list[tuple[str, Path, str]] = []
-    for component in COMPONENTS:
-        ref = source_ref(component)
-        wheels = sorted((in_root / component).glob("*.whl"))
-        if ref is None:
-            continue
-        if not wheels:
-            errors.append(f"missing wheel for component '{component}' (from {ref}): "
-                          f"its build stage produced no .whl in {in_root / component}")
-        plan += [(component, whl, ref) for whl in wheels]
-    deps_ref = "local:local/deps" if env("DEPS_SOURCE", "pypi") == "local" else "pypi"
-    plan += [("deps", whl, deps_ref) for whl in sorted((in_root / "deps").glob("*.whl"))]
-
-    out.mkdir(parents=True, exist_ok=True)
-    entries, seen = [], {}
-    for component, whl, ref in plan:
-        try:
-            name, version = wheel_metadata(whl)
-        except (zipfile.BadZipFile, ValueError, KeyError) as exc:
-            errors.append(f"component '{component}': unreadable wheel {whl.name}: {exc}")
-            continue
-        key = normalize(name)
-        if key in seen:
-            errors.append(f"project '{name}' comes twice: {seen[key]} and {whl.name} ({component})")
-            continue
-        seen[key] = whl.name
-        entries.append({
-            "component": component, "name": name, "version": version, "filename": whl.name,
-            "sha256": sha256(whl), "size": whl.stat().st_size, "source": ref, "arch": arch, "ck_mode": ck_mode,
-        })
-
-    if prebuild:
-        aiter = [e for e in entries if e["component"] == "aiter"]
-        for entry in aiter:
-            if not compiled_kernels(in_root / "aiter" / entry["filename"], arch):
-                errors.append(f"component 'aiter': PREBUILD_KERNELS=1 but {entry['filename']} "
-                              f"({entry['size']} bytes) holds no compiled aiter/jit/*.so for {arch}; "
-                              "every kernel would JIT at runtime")
+    entries, owners = [], {}
+    for folder, (sub, arch_specific) in FOLDERS.items():
+        for whl in sorted((in_root / sub).glob("*.whl")):
+            entry = _entry(whl, folder, arch_specific, errors)
+            if entry:
+                entries.append(entry)
+                _claim(owners, whl, entry["name"], errors)
+    _check_projects(entries, errors)
+    _check_components(entries, errors)
+    _check_tritons(entries, errors)
+    _check_kernels(entries, in_root, errors)
+    installer = _installer(in_root / "installer", errors)
     if errors:
         return errors
-    for _component, whl, _ref in plan if not manifest_only else []:
-        shutil.copy2(whl, out / whl.name)
-    manifest = {"schema": 1, "arch": arch, "ck_mode": ck_mode, "prebuild_kernels": prebuild,
-                "wheels": sorted(entries, key=lambda e: normalize(e["name"]))}
-    if installer_info is not None:
-        manifest["installer"] = installer_info
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    _write(out, entries, installer, in_root, lock_dir)
     return []
 
 
-def write_requirements(manifest_path: Path, requirements: Path, constraints: Path | None) -> int:
-    """A --require-hashes requirements file (and a constraints file) for every wheel of the manifest."""
-    manifest = json.loads(manifest_path.read_text())
-    wheels = manifest["wheels"]
-    requirements.write_text("".join(f"{w['name']}=={w['version']} --hash=sha256:{w['sha256']}\n" for w in wheels))
-    if constraints is not None:
-        constraints.write_text("".join(f"{w['name']}=={w['version']}\n" for w in wheels))
-    return len(wheels)
+def _entry(whl: Path, folder: str, arch_specific: bool, errors: list[str]) -> dict | None:
+    try:
+        meta = wheel_metadata(whl)
+    except (zipfile.BadZipFile, ValueError, KeyError) as exc:
+        errors.append(f"unreadable wheel {whl.name} ({folder}): {exc}")
+        return None
+    return {"component": component_of(meta["Name"], folder), "name": meta["Name"], "version": meta["Version"],
+            "filename": whl.name, "sha256": sha256(whl), "size": whl.stat().st_size,
+            "layer": "arch" if arch_specific else "common", "path": str(whl),
+            "requires": meta.get_all("Requires-Dist") or []}
 
 
-def write_installer_requirement(manifest_path: Path, out: Path) -> str:
-    """A one-line --require-hashes requirements file for the manifest's installer (uv==V --hash=sha256:...)."""
-    entry = json.loads(manifest_path.read_text()).get("installer")
-    if not entry:
-        raise SystemExit(f"collect_wheels: error: {manifest_path} records no installer")
-    out.write_text(f"{entry['name']}=={entry['version']} --hash=sha256:{entry['sha256']}\n")
-    return f"{entry['name']}=={entry['version']}"
+def _claim(owners: dict[str, str], whl: Path, name: str, errors: list[str]) -> None:
+    clashes: dict[str, str] = {}
+    for path in owned_files(whl):
+        other = owners.setdefault(path, name)
+        if other != name:
+            clashes.setdefault(other, path)
+    for other, path in clashes.items():
+        errors.append(f"{other} and {name} both install {path} (and maybe more): the last one installed would "
+                      "win silently. To fix, keep one of them (components.triton / the lock)")
+
+
+def _check_projects(entries: list[dict], errors: list[str]) -> None:
+    seen: dict[str, str] = {}
+    for e in entries:
+        key = normalize(e["name"])
+        if key in seen:
+            errors.append(f"project '{e['name']}' comes twice: {seen[key]} and {e['filename']}")
+        seen[key] = e["filename"]
+
+
+def _check_components(entries: list[dict], errors: list[str]) -> None:
+    present = {e["component"] for e in entries}
+    for component, ref in expected().items():
+        if component not in present:
+            errors.append(f"missing wheel for component '{component}' (from {ref}): its stage produced none")
+
+
+def _check_tritons(entries: list[dict], errors: list[str]) -> None:
+    names = sorted(e["name"] for e in entries if normalize(e["name"]) in TRITONS)
+    if len(names) > 1:
+        errors.append(f"two tritons in the closure: {' and '.join(names)}. To fix, keep exactly one (components.triton)")
+
+
+def _check_kernels(entries: list[dict], in_root: Path, errors: list[str]) -> None:
+    if env("PREBUILD_KERNELS", "0") != "1":
+        return
+    arch = env("GPU_ARCH")
+    for e in entries:
+        if e["component"] == "aiter" and not compiled_kernels(Path(e["path"]), arch):
+            errors.append(f"component 'aiter': PREBUILD_KERNELS=1 but {e['filename']} ({e['size']} bytes) holds no "
+                          f"compiled aiter/jit/*.so for {arch}; every kernel would JIT at runtime")
+
+
+def _installer(folder: Path, errors: list[str]) -> dict | None:
+    source = env("INSTALLER_SOURCE", "none")
+    wheels = sorted(folder.glob("*.whl")) if folder.is_dir() else []
+    if source == "none" and not wheels:
+        return None
+    if len(wheels) != 1:
+        errors.append(f"component 'installer': expected one {INSTALLER} wheel, found {len(wheels)}")
+        return None
+    meta = wheel_metadata(wheels[0])
+    if normalize(meta["Name"]) != INSTALLER:
+        errors.append(f"component 'installer': {wheels[0].name} is {meta['Name']}, not {INSTALLER}")
+        return None
+    return {"name": meta["Name"], "version": meta["Version"], "filename": wheels[0].name,
+            "sha256": sha256(wheels[0]), "size": wheels[0].stat().st_size,
+            "source": f"pypi:{env('INSTALLER_PACKAGE', INSTALLER)}=={env('INSTALLER_VERSION')}"}
+
+
+def _write(out: Path, entries: list[dict], installer: dict | None, in_root: Path, lock_dir: Path) -> None:
+    for layer in ("common", "arch"):
+        (out / layer).mkdir(parents=True, exist_ok=True)
+        chosen = sorted((e for e in entries if e["layer"] == layer), key=lambda e: normalize(e["name"]))
+        # Sorted and free of anything arch-specific: common/requirements.txt is byte-identical across archs.
+        (out / layer / "requirements.txt").write_text(
+            "".join(f"{e['name']}=={e['version']} --hash=sha256:{e['sha256']}\n" for e in chosen))
+    if installer:
+        (out / "common" / "installer.txt").write_text(
+            f"{installer['name']}=={installer['version']} --hash=sha256:{installer['sha256']}\n")
+    manifest = {
+        "schema": 2, "arch": env("GPU_ARCH"), "ck_mode": "ck" if env("ENABLE_CK") == "1" else "ckfree",
+        "prebuild_kernels": env("PREBUILD_KERNELS", "0") == "1", "aiter_triton_only": env("AITER_TRITON_ONLY", "0") == "1",
+        "lock_sha256": _lock_digest(lock_dir), "installer": installer,
+        "sources": {name: _source(in_root / name / "SOURCE.json") for name in ("aiter", "atom")},
+        "expected": expected(),
+        "wheels": [{k: v for k, v in e.items() if k not in ("path", "requires")}
+                   for e in sorted(entries, key=lambda e: normalize(e["name"]))],
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+
+
+def _lock_digest(lock_dir: Path) -> str:
+    h = hashlib.sha256()
+    for name in ("runtime.txt", "build.txt"):
+        h.update((lock_dir / name).read_bytes())
+    return "sha256:" + h.hexdigest()
+
+
+def _source(path: Path) -> dict | None:
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+# ---- the lock --------------------------------------------------------------------------------------------------
+
+def lock_header(lock: Path) -> dict:
+    first = lock.read_text().split("\n", 1)[0]
+    if not first.startswith(LOCK_HEADER):
+        raise SystemExit(f"collect_wheels: error: {lock} has no atom-build-lock header. To fix, run `invoke lock`.")
+    return json.loads(first[len(LOCK_HEADER):])
+
+
+def lock_check(lock: Path, aiter_ref: str, atom_ref: str) -> list[str]:
+    header = lock_header(lock)
+    problems = []
+    for name, want in (("aiter", aiter_ref), ("atom", atom_ref)):
+        if header.get(f"{name}_ref") != want:
+            problems.append(f"the lock was made for {name} {header.get(f'{name}_ref')}, the profile pins {want}. "
+                            "To fix, run `invoke lock` and commit the lock with the pin")
+    return problems
+
+
+def split_lock(lock: Path, build: set[str], binary: Path, source: Path) -> None:
+    """Requirement blocks (a name line and its --hash lines) go to binary or source by the project's name."""
+    blocks: list[list[str]] = []
+    for line in lock.read_text().splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if not line.startswith(" "):
+            blocks.append([])
+        if blocks:
+            blocks[-1].append(line.split(" #")[0].rstrip() if not line.startswith(" ") else line)
+    chosen = {True: [], False: []}
+    for block in blocks:
+        name = normalize(re.split(r"[=<>!~; \\]", block[0], maxsplit=1)[0])
+        chosen[name in build].append("\n".join(block))
+    missing = build - {normalize(re.split(r"[=<>!~; \\]", b[0], maxsplit=1)[0]) for b in blocks}
+    if missing:
+        raise SystemExit(f"collect_wheels: error: DEPS_BUILD names {', '.join(sorted(missing))}, which the lock lacks")
+    binary.write_text("\n".join(chosen[False]) + "\n")
+    source.write_text("\n".join(chosen[True]) + ("\n" if chosen[True] else ""))
+
+
+def torch_triton(torch_dir: Path) -> str:
+    """The triton requirement in the torch wheel's Requires-Dist (markers for this interpreter evaluated loosely)."""
+    wheels = sorted(torch_dir.glob("torch-*.whl"))
+    if not wheels:
+        raise SystemExit("collect_wheels: error: no torch wheel to read the triton requirement from")
+    for req in wheel_metadata(wheels[0]).get_all("Requires-Dist") or []:
+        name = normalize(re.split(r"[=<>!~; (\[]", req, maxsplit=1)[0])
+        if name in TRITONS and "extra ==" not in req:
+            return req.split(";")[0].replace(" ", "").replace("(", "").replace(")", "")
+    raise SystemExit(f"collect_wheels: error: {wheels[0].name} requires no triton. To fix, set components.triton "
+                     "source to pypi with a version")
+
+
+def source_facts(src: Path) -> dict:
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-c", "safe.directory=*", *args], cwd=src, capture_output=True, text=True,  # noqa: S603,S607
+                              check=False).stdout.strip()
+
+    return {"sha": git("rev-parse", "HEAD"), "date": git("log", "-1", "--format=%cI"),
+            "describe": git("describe", "--tags", "--always"), "repo": git("remote", "get-url", "origin")}
 
 
 def nvidia_packages() -> list[str]:
@@ -196,48 +313,75 @@ def nvidia_packages() -> list[str]:
     return sorted(n for n in names if normalize(n).startswith("nvidia-"))
 
 
+# ---- command line ----------------------------------------------------------------------------------------------
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    col = sub.add_parser("collect", help="check the component wheels, copy them to --out, write manifest.json")
-    col.add_argument("--in", dest="in_root", type=Path, required=True, help="folder of component folders")
-    col.add_argument("--out", type=Path, required=True, help="where wheels and manifest.json go")
-    col.add_argument("--arch", required=True)
-    col.add_argument("--enable-ck", choices=("0", "1"), required=True)
-    col.add_argument("--prebuild-kernels", choices=("0", "1"), default="0")
-    col.add_argument("--manifest-only", action="store_true", help="write manifest.json, copy no wheel")
-    col.add_argument("--installer", type=Path, help="folder holding the installer (uv) wheel, recorded apart")
-    req = sub.add_parser("requirements", help="requirements with --hash=sha256 (and constraints) from a manifest")
-    req.add_argument("--manifest", type=Path, required=True)
-    req.add_argument("--out", type=Path, required=True)
-    req.add_argument("--constraints", type=Path)
-    ins = sub.add_parser("installer-requirement", help="the manifest's installer as a hashed requirement")
-    ins.add_argument("--manifest", type=Path, required=True)
-    ins.add_argument("--out", type=Path, required=True)
-    sub.add_parser("no-nvidia", help="fail when an nvidia-* package is installed in this interpreter")
+    col = sub.add_parser("collect")
+    col.add_argument("--in", dest="in_root", type=Path, required=True)
+    col.add_argument("--out", type=Path, required=True)
+    col.add_argument("--lock", type=Path, required=True, help="folder holding runtime.txt and build.txt")
+    chk = sub.add_parser("lock-check")
+    chk.add_argument("--lock", type=Path, required=True)
+    chk.add_argument("--aiter-ref", required=True)
+    chk.add_argument("--atom-ref", required=True)
+    spl = sub.add_parser("split-lock")
+    spl.add_argument("--lock", type=Path, required=True)
+    spl.add_argument("--build", default="")
+    spl.add_argument("--binary", type=Path, required=True)
+    spl.add_argument("--source", type=Path, required=True)
+    tt = sub.add_parser("torch-triton")
+    tt.add_argument("--torch", type=Path, required=True)
+    sf = sub.add_parser("source-facts")
+    sf.add_argument("--src", type=Path, required=True)
+    sf.add_argument("--out", type=Path, required=True)
+    sub.add_parser("no-nvidia")
     args = parser.parse_args(argv)
-    if args.command == "no-nvidia":
-        found = nvidia_packages()
-        if found:
-            print(f"collect_wheels: error: nvidia-* packages in a ROCm image: {', '.join(found)}", file=sys.stderr)
-        return 1 if found else 0
-    if args.command == "installer-requirement":
-        print(f"collect_wheels: {write_installer_requirement(args.manifest, args.out)} (hashed) in {args.out}")
-        return 0
-    if args.command == "requirements":
-        count = write_requirements(args.manifest, args.out, args.constraints)
-        print(f"collect_wheels: {count} hashed requirements in {args.out}")
-        return 0
-    ck_mode = "ck" if args.enable_ck == "1" else "ckfree"
-    errors = collect(args.in_root, args.out, args.arch, ck_mode, args.prebuild_kernels == "1", args.manifest_only,
-                     args.installer)
+    return COMMANDS[args.command](args)
+
+
+def _cmd_collect(args) -> int:
+    errors = collect(args.in_root, args.out, args.lock)
     for line in errors:
         print(f"collect_wheels: error: {line}", file=sys.stderr)
-    if errors:
-        return 1
-    print(f"collect_wheels: manifest of the wheels for {args.arch} ({ck_mode}) in {args.out}")
+    if not errors:
+        print(f"collect_wheels: manifest of the wheels for {env('GPU_ARCH')} in {args.out}")
+    return 1 if errors else 0
+
+
+def _cmd_lock_check(args) -> int:
+    problems = lock_check(args.lock, args.aiter_ref, args.atom_ref)
+    for line in problems:
+        print(f"collect_wheels: error: {line}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def _cmd_split(args) -> int:
+    split_lock(args.lock, {normalize(n) for n in args.build.split() if n}, args.binary, args.source)
     return 0
 
+
+def _cmd_torch_triton(args) -> int:
+    print(torch_triton(args.torch))
+    return 0
+
+
+def _cmd_source_facts(args) -> int:
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(source_facts(args.src), indent=1, sort_keys=True) + "\n")
+    return 0
+
+
+def _cmd_no_nvidia(_args) -> int:
+    found = nvidia_packages()
+    if found:
+        print(f"collect_wheels: error: nvidia-* packages in a ROCm image: {', '.join(found)}", file=sys.stderr)
+    return 1 if found else 0
+
+
+COMMANDS = {"collect": _cmd_collect, "lock-check": _cmd_lock_check, "split-lock": _cmd_split,
+            "torch-triton": _cmd_torch_triton, "source-facts": _cmd_source_facts, "no-nvidia": _cmd_no_nvidia}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,75 +1,112 @@
-"""Run a generation command, find its `Completion: '<text>'` line, and count the new tokens (stdlib only).
+"""The smoke test inside the image: generate tokens with a user-given model and count them (stdlib + the image).
 
-    python /opt/atom-build/smoke.py --model DIR --min-tokens 10 -- python -m atom.examples.simple_inference ...
+    python /opt/atom-build/smoke.py atom --model /model --min-tokens 10 -- python -m atom.examples.simple_inference ...
+    python /opt/atom-build/smoke.py cpu  --model /model --min-tokens 10
 
-Prints one line `SMOKE_RESULT {json}` and exits non-zero when the command fails or too few tokens came out.
+atom: ATOM's own simple_inference (as ATOM's CI runs it), in this process, with LLMEngine.generate wrapped so the
+      generated token ids ATOM returns ("token_ids" of each output) are counted; text is never re-tokenised
+      (digit-grouping tokenizers would under-count). Passes when every prompt produced a token and at least one
+      reached --min-tokens (max_tokens stops it there; an early EOS is a legitimate end).
+cpu:  what a CPU can prove where aiter (and so ATOM) cannot import without ROCm: ATOM's simple_inference is
+      installed and takes --max-tokens; the image's torch + transformers load the model folder and generate
+      --min-tokens token ids greedily on the CPU. It does NOT prove ATOM's engine generates; the result says so.
+Prints one line `SMOKE_RESULT {json}` and exits non-zero when generation failed or too few tokens came out.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import importlib.util
 import json
-import re
-import subprocess
+import runpy
 import sys
+import traceback
+from pathlib import Path
 
-COMPLETION = re.compile(r"^Completion:\s*(?P<text>(?P<q>['\"]).*(?P=q))\s*$", re.MULTILINE)
-
-
-def find_completion(stdout: str) -> str | None:
-    """The text of the last `Completion: '<text>'` line (a Python string literal, as ATOM prints it)."""
-    matches = list(COMPLETION.finditer(stdout))
-    if not matches:
-        return None
-    literal = matches[-1].group("text")
-    try:
-        return str(ast.literal_eval(literal))
-    except (ValueError, SyntaxError):
-        return literal[1:-1]
+PROMPT = "The capital of France is"
 
 
-def count_tokens(text: str, model: str) -> tuple[int, str]:
-    """Tokens by the model's own tokenizer when transformers can load it, else by whitespace."""
-    try:
-        from transformers import AutoTokenizer  # noqa: PLC0415 - optional
+def run_atom(command: list[str]) -> dict:
+    """Run `python -m MODULE ARGS` in this process and collect what LLMEngine.generate returned."""
+    if "-m" not in command:
+        raise SystemExit("smoke: the atom mode runs `python -m MODULE ...`; got " + " ".join(command))
+    at = command.index("-m")
+    module, args = command[at + 1], command[at + 2:]
+    from atom.model_engine import llm_engine  # noqa: PLC0415 - the image's ATOM
 
-        tokenizer = AutoTokenizer.from_pretrained(model)
-        return len(tokenizer.encode(text, add_special_tokens=False)), "transformers.AutoTokenizer"
-    except Exception:  # noqa: BLE001 - no transformers, or no tokenizer in the model folder
-        return len(text.split()), "whitespace"
+    captured: list[dict] = []
+    original = llm_engine.LLMEngine.generate
+
+    def generate(self, *a, **k):
+        outputs = original(self, *a, **k)
+        captured.extend(outputs)
+        return outputs
+
+    llm_engine.LLMEngine.generate = generate
+    sys.argv = [module, *args]
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+    counts = [len(out.get("token_ids") or []) for out in captured]
+    return {"mode": "atom", "counted_by": "token_ids returned by atom LLMEngine.generate", "per_prompt": counts,
+            "new_tokens": max(counts, default=0), "all_prompts_generated": bool(counts) and min(counts) > 0,
+            "completion": captured[0].get("text") if captured else None,
+            "proved": ["ATOM's engine generated tokens on the GPU with the model"], "not_proved": []}
+
+
+def atom_entry_point() -> tuple[bool, str]:
+    """ATOM's simple_inference is installed and declares --max-tokens (read from its file: it cannot import here)."""
+    spec = importlib.util.find_spec("atom")
+    if spec is None or not spec.submodule_search_locations:
+        return False, "atom is not installed"
+    path = Path(next(iter(spec.submodule_search_locations))) / "examples" / "simple_inference.py"
+    if not path.is_file():
+        return False, f"{path} is missing"
+    flags = {n.value for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Constant) and n.value == "--max-tokens"}
+    return bool(flags), f"{path} {'declares' if flags else 'lacks'} --max-tokens"
+
+
+def run_cpu(model: str, min_tokens: int) -> dict:
+    import torch  # noqa: PLC0415
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: PLC0415
+
+    entry_ok, entry_note = atom_entry_point()
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    lm = AutoModelForCausalLM.from_pretrained(model, torch_dtype=torch.float32)
+    ids = tokenizer(PROMPT, return_tensors="pt").input_ids
+    with torch.no_grad():
+        out = lm.generate(ids, max_new_tokens=min_tokens, min_new_tokens=min_tokens, do_sample=False)
+    new = out[0, ids.shape[-1]:]
+    return {"mode": "cpu", "counted_by": "token ids returned by transformers generate (CPU)",
+            "per_prompt": [int(new.numel())], "new_tokens": int(new.numel()), "all_prompts_generated": new.numel() > 0,
+            "completion": tokenizer.decode(new), "atom_entry_point": entry_note, "atom_entry_ok": entry_ok,
+            "proved": ["the image's torch and transformers load the model folder and generate token ids on the CPU",
+                       f"ATOM's entry point: {entry_note}"],
+            "not_proved": ["ATOM's engine generating: it imports aiter, which needs ROCm and an AMD GPU"]}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("mode", choices=("atom", "cpu"))
     parser.add_argument("--model", required=True)
     parser.add_argument("--min-tokens", type=int, default=10)
-    parser.add_argument("--timeout", type=float, default=1800)
-    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ...")
-    args = parser.parse_args(argv)
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if not command:
-        parser.error("give the command after --")
+    argv = sys.argv[1:] if argv is None else argv
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:cut])
+    command = argv[cut + 1:]  # after `--`: the generation command (atom mode)
     try:
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout, check=False)  # noqa: S603
-        stdout, stderr, returncode = proc.stdout, proc.stderr, proc.returncode
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        stdout, stderr, returncode = "", str(exc), 127 if isinstance(exc, OSError) else 124
-    sys.stderr.write(stderr[-4000:])
-    sys.stdout.write(stdout[-4000:])
-    completion = find_completion(stdout)
-    new_tokens, counted_by = count_tokens(completion, args.model) if completion is not None else (0, "none")
-    result = {"new_tokens": new_tokens, "counted_by": counted_by, "completion": completion,
-              "returncode": returncode, "min_tokens": args.min_tokens}
+        result = run_atom(command) if args.mode == "atom" else run_cpu(args.model, args.min_tokens)
+        ok = result["new_tokens"] >= args.min_tokens and result["all_prompts_generated"]
+        if args.mode == "cpu":
+            ok = ok and result["atom_entry_ok"]
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - reported as the smoke result, then exit 1
+        result = {"mode": args.mode, "error": "".join(traceback.format_exception_only(type(exc), exc)).strip()[-2000:],
+                  "new_tokens": 0}
+        ok = False
+    result.update(min_tokens=args.min_tokens, passed=ok)
     print("SMOKE_RESULT " + json.dumps(result), flush=True)
-    if returncode != 0:
-        print(f"smoke: the command failed with exit code {returncode}", file=sys.stderr)
-        return 1
-    if new_tokens < args.min_tokens:
-        print(f"smoke: {new_tokens} new tokens (counted by {counted_by}), fewer than {args.min_tokens}",
-              file=sys.stderr)
-        return 1
-    return 0
+    if not ok:
+        print(f"smoke: failed: {result.get('error') or str(result['new_tokens']) + ' new tokens'}", file=sys.stderr)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

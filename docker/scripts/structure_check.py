@@ -1,8 +1,9 @@
-"""Structural smoke check inside the clean image, with no network and no GPU (stdlib only).
+"""Structural check inside the clean image, with no network and no GPU (stdlib only).
 
-Imports every installed component that can import without a GPU; a component that cannot (aiter probes the
-GPU at import time in some versions) is recorded and checked by its files instead. Also checks the build facts
-and the single-arch environment. Writes /opt/atom-build/structure.json; exits 1 on any failure.
+Imports every installed component that can import without a GPU; aiter (and so ATOM, which imports it) reads the
+ROCm install at import time, so without ROCm they are checked by their files instead, and the report says so.
+Also checks the build facts and the single-arch environment. Writes /opt/atom-build/structure.json; exit 1 on
+any failure.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from pathlib import Path
 REQUIRED = {
     "torch": [],
     "triton": [],
-    "aiter": ["jit/core.py", "tuned_gemm.py"],
-    "atom": ["utils/envs.py", "model_ops/linear.py"],
+    "aiter": ["jit/core.py", "tuned_gemm.py", "ops/triton", "configs"],
+    "atom": ["utils/envs.py", "model_ops/linear.py", "examples/simple_inference.py"],
 }
-OPTIONAL = ["torchvision", "torchaudio", "triton_kernels", "flydsl", "mori"]
+OPTIONAL = ["torchvision", "torchaudio", "flydsl", "mori", "transformers"]
 BUILD_FILES = ["versions.json", "manifest.json", "smoke.py"]
 
 
@@ -35,10 +36,10 @@ def check_module(name: str, files: list[str], required: bool) -> dict:
     try:
         importlib.import_module(name)
         entry.update(ok=True, status="imported")
-    except Exception as exc:  # noqa: BLE001 - any import failure is reported, then the files decide
-        entry["import_error"] = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - any import failure is reported, then the files decide
+        entry["import_error"] = "".join(traceback.format_exception_only(type(exc), exc)).strip()[-500:]
         roots = [Path(p) for p in (spec.submodule_search_locations or [])]
-        missing = [f for f in files if not any((root / f).is_file() for root in roots)]
+        missing = [f for f in files if not any((root / f).exists() for root in roots)]
         entry.update(ok=bool(files) and not missing, status="files-checked", missing=missing)
     return entry
 
@@ -46,7 +47,6 @@ def check_module(name: str, files: list[str], required: bool) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", required=True)
-    parser.add_argument("--enable-ck", choices=("0", "1"), required=True)
     parser.add_argument("--dir", type=Path, default=Path("/opt/atom-build"))
     args = parser.parse_args(argv)
     results = [check_module(m, f, True) for m, f in REQUIRED.items()]
@@ -57,7 +57,10 @@ def main(argv: list[str] | None = None) -> int:
     for var in ("GPU_ARCHS", "PYTORCH_ROCM_ARCH"):
         if os.environ.get(var) != args.arch:
             problems.append(f"{var}={os.environ.get(var)!r}, expected the one arch {args.arch!r}")
-    if args.enable_ck == "0" and os.environ.get("ATOM_CK_FREE") != "1":
+    mode = os.environ.get("ATOM_BUILD_CK_MODE")
+    if mode not in ("ck", "ckfree"):
+        problems.append(f"ATOM_BUILD_CK_MODE={mode!r}, expected ck or ckfree")
+    if mode == "ckfree" and os.environ.get("ATOM_CK_FREE") != "1":
         problems.append("CK-free image without ATOM_CK_FREE=1")
     report = {"ok": not problems, "modules": results, "problems": problems}
     (args.dir / "structure.json").write_text(json.dumps(report, indent=1) + "\n")

@@ -1,25 +1,28 @@
-"""Write /opt/atom-build/versions.json: what is installed in this image (stdlib only; runs inside the image)."""
+"""Write /opt/atom-build/versions.json: what this image holds, read from the image itself (stdlib only).
+
+Schema 2 (the host reads it with a strict reader, cleanbuild.metadata.ImageFacts):
+  {"schema": 2, "arch", "ck_mode", "python", "rocm", "torch_hip",
+   "packages": {component: version or null}, "sources": {"aiter"|"atom": {sha, date, describe, repo}},
+   "lock_sha256", "manifest_sha256"}
+"""
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.metadata as md
 import json
+import os
 import platform
 import sys
 from pathlib import Path
 
-# Component -> distribution names to try, first found wins (mori ships under more than one name).
+SCHEMA = 2
+# Component -> distribution names to try, first found wins.
 DISTRIBUTIONS = {
-    "torch": ["torch"],
-    "torchvision": ["torchvision"],
-    "torchaudio": ["torchaudio"],
-    "triton": ["triton", "pytorch-triton-rocm"],
-    "triton_kernels": ["triton-kernels", "triton_kernels"],
-    "aiter": ["amd-aiter", "aiter"],
-    "atom": ["atom"],
-    "flydsl": ["flydsl"],
-    "mori": ["amd-mori-nightly", "mori", "amd-mori"],
+    "torch": ["torch"], "torchvision": ["torchvision"], "torchaudio": ["torchaudio"],
+    "triton": ["triton", "triton-rocm", "pytorch-triton-rocm"], "aiter": ["amd-aiter"], "atom": ["atom"],
+    "flydsl": ["flydsl"], "mori": ["amd-mori-nightly", "amd-mori", "mori"], "transformers": ["transformers"],
 }
 
 
@@ -41,26 +44,30 @@ def torch_hip() -> str | None:
 
 
 def rocm_version(info: Path = Path("/opt/rocm/.info/version")) -> str | None:
-    return info.read_text().strip() or None if info.is_file() else None
+    return (info.read_text().strip() or None) if info.is_file() else None
+
+
+def facts(arch: str, build_dir: Path) -> dict:
+    manifest_path = build_dir / "manifest.json"
+    raw = manifest_path.read_bytes()
+    manifest = json.loads(raw)
+    return {
+        "schema": SCHEMA, "arch": arch, "ck_mode": os.environ.get("ATOM_BUILD_CK_MODE"),
+        "python": platform.python_version(), "rocm": rocm_version(), "torch_hip": torch_hip(),
+        "packages": {name: dist_version(names) for name, names in DISTRIBUTIONS.items()},
+        "sources": manifest.get("sources") or {}, "lock_sha256": manifest.get("lock_sha256"),
+        "manifest_sha256": "sha256:" + hashlib.sha256(raw).hexdigest(),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", required=True)
-    parser.add_argument("--enable-ck", choices=("0", "1"), required=True)
-    parser.add_argument("--out", type=Path, default=Path("/opt/atom-build/versions.json"))
+    parser.add_argument("--dir", type=Path, default=Path("/opt/atom-build"))
     args = parser.parse_args(argv)
-    facts = {name: dist_version(names) for name, names in DISTRIBUTIONS.items()}
-    facts.update({
-        "torch_hip": torch_hip(),
-        "python": platform.python_version(),
-        "rocm": rocm_version(),
-        "arch": args.arch,
-        "ck_mode": "ck" if args.enable_ck == "1" else "ckfree",
-    })
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(facts, indent=1, sort_keys=True) + "\n")
-    print(json.dumps(facts, sort_keys=True))
+    data = facts(args.arch, args.dir)
+    (args.dir / "versions.json").write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    print(json.dumps(data, sort_keys=True))
     return 0
 
 

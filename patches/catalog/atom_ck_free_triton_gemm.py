@@ -5,6 +5,15 @@ take the Triton route there, as its attention and MoE code already do for
 CK-free. Two files: use_triton_gemm() in atom/model_ops/linear.py also reads
 envs.ATOM_CK_FREE, and atom/utils/envs.py gains that variable (default off,
 "1" is on) when upstream does not define it yet.
+
+Shapes of use_triton_gemm(): one `return <expr>` (a docstring and comments
+around it are fine) becomes `return <expr> or envs.ATOM_CK_FREE`; a body with
+several returns or logic before the return gets an early
+`if envs.ATOM_CK_FREE: return True` as its first statement. `envs` is whatever
+name the module binds atom.utils.envs to. Shapes of envs.py: the
+`environment_variables` dict (annotated or not, one entry per line, the last
+one with or without a comma); a variable already in the dict or bound at
+module level is upstream's own.
 """
 
 from __future__ import annotations
@@ -13,7 +22,7 @@ import ast
 import re
 
 from patches.engine import Patch, Plan, Step
-from patches.finders import has_marker, marker, module_binds, module_def, words
+from patches.finders import has_marker, marker, marker_edit, module_binds, module_def, words
 from patches.source import Drift, Edit, Source
 
 NAME = "atom-ck-free-triton-gemm"
@@ -26,34 +35,74 @@ ENTRY = f'"{VAR}": lambda: os.getenv("{VAR}", "0") == "1",'
 
 def plan_linear(src: Source) -> Plan:
     func = module_def(src.tree, "use_triton_gemm")
-    returns = [node for node in ast.walk(func) if isinstance(node, ast.Return)]
     if VAR in words(func):
-        if any(has_marker(src, r, NAME) for r in returns):
-            return Plan.already(f"use_triton_gemm() reads {VAR} (line {func.lineno})")
+        marked = [s for s in ast.walk(func) if isinstance(s, ast.stmt) and has_marker(src, s, NAME)]
+        if marked:
+            return Plan.already(f"use_triton_gemm() reads {VAR} (line {marked[0].lineno})")
         return Plan.upstream(f"use_triton_gemm() already reads {VAR} upstream (line {func.lineno})")
-    if len(returns) != 1 or returns[0].value is None:
-        raise Drift(
-            func.lineno, f"use_triton_gemm() to end in one `return <expr>`, found {len(returns)} returns"
-        )
-    ret = returns[0]
-    if ret.lineno == func.lineno:
-        raise Drift(ret.lineno, "use_triton_gemm()'s return statement on a line of its own")
-    if not module_binds(src.tree, "envs"):
-        raise Drift(1, "`envs` imported at module level (from atom.utils import envs)")
-    start, _ = src.span(ret)
+    envs = _envs_name(src.tree)
+    body = _body_without_docstring(func)
+    if not body or body[0].lineno == func.lineno:
+        raise Drift(func.lineno, "use_triton_gemm()'s body on lines of its own")
+    last = body[-1]
+    if len(body) == 1 and isinstance(last, ast.Return) and last.value is not None:
+        return _or_ck_free(src, last, envs)
+    return _guard(src, func, body[0], envs)
+
+
+def _envs_name(tree: ast.Module) -> str:
+    """The module-level name atom.utils.envs is bound to (`envs` unless aliased)."""
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("utils"):
+            for alias in node.names:
+                if alias.name == "envs":
+                    return alias.asname or "envs"
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.endswith("utils.envs") and alias.asname:
+                    return alias.asname
+    if module_binds(tree, "envs"):
+        return "envs"
+    raise Drift(1, "`envs` imported at module level (from atom.utils import envs)")
+
+
+def _body_without_docstring(func: ast.FunctionDef) -> list[ast.stmt]:
+    first = func.body[0]
+    docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+    return func.body[1:] if docstring and isinstance(first.value.value, str) else func.body
+
+
+def _or_ck_free(src: Source, ret: ast.Return, envs: str) -> Plan:
+    """`return X` -> `return X or envs.ATOM_CK_FREE`: the smallest edit for the usual one-liner."""
     value_start, value_end = src.span(ret.value)
     # Only these three bind more loosely than `or`; anything else takes " or ..." bare.
     bracket = isinstance(ret.value, ast.IfExp | ast.Lambda | ast.NamedExpr)
     edits = [
-        Edit(start, start, f"{marker(NAME, WHY)}\n{src.indent(ret)}"),
-        Edit(value_end, value_end, f"{')' if bracket else ''} or envs.{VAR}"),
+        marker_edit(src, ret, NAME, WHY),
+        Edit(value_end, value_end, f"{')' if bracket else ''} or {envs}.{VAR}"),
     ]
     if bracket:
         edits.append(Edit(value_start, value_start, "("))
     return Plan.rewrite(f"line {ret.lineno}: use_triton_gemm() also returns True for {VAR}=1", *edits)
 
 
+def _guard(src: Source, func: ast.FunctionDef, first: ast.stmt, envs: str) -> Plan:
+    """Several returns, or logic before the return: an early `return True` for
+    CK-free covers every path without touching them."""
+    indent = src.indent(first)
+    step = indent[len(src.indent(func)) :] or "    "
+    start = src.line_start(first.lineno)
+    if src.line(first.lineno)[: first.col_offset].strip():
+        raise Drift(first.lineno, "use_triton_gemm()'s first statement on a line of its own")
+    guard = f"{indent}{marker(NAME, WHY)}\n{indent}if {envs}.{VAR}:\n{indent}{step}return True\n"
+    return Plan.rewrite(
+        f"line {first.lineno}: use_triton_gemm() returns True first when {VAR}=1", Edit(start, start, guard)
+    )
+
+
 def plan_envs(src: Source) -> Plan:
+    if module_binds(src.tree, VAR):  # a plain module attribute serves envs.ATOM_CK_FREE as well
+        return Plan.upstream(f"{VAR} is already a module-level name upstream")
     table = _env_table(src.tree)
     entries = {
         k.value: (k, v) for k, v in zip(table.keys, table.values, strict=True) if isinstance(k, ast.Constant)

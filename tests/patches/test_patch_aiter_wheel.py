@@ -8,7 +8,6 @@ stubs standing in for torch, pandas and the GPU.
 from __future__ import annotations
 
 import ast
-import csv
 import functools
 import json
 import os
@@ -23,6 +22,7 @@ import types
 import pytest
 from packaging.version import Version, parse
 from patch_helpers import JIT_CORE, REPO, TUNED_GEMM, snapshot
+from patch_stubs import read_csv
 
 from patches import engine
 from patches.catalog import PATCHES
@@ -97,43 +97,6 @@ CSV_ROWS = [
     "80,256,5120,False,torch.bfloat16,torch.float32,False,256,asm,2,10,8.8,_ZN5aiter_fake_asm_80E,0.0,23.0,400.0",
     "96,256,5120,False,torch.bfloat16,torch.float32,False,256,hipblaslt,7,0,9.1,,0.0,22.0,390.0",
 ]
-
-
-class FakeFrame:
-    """Just the pandas calls get_GEMM_A16W16_config_() makes."""
-
-    def __init__(self, rows):
-        self.rows, self.index = rows, []
-
-    def drop_duplicates(self):
-        return self
-
-    def set_index(self, columns):
-        self.index = columns
-        return self
-
-    def to_dict(self, orient):
-        assert orient == "index"
-        return {
-            tuple(row[c] for c in self.index): {k: v for k, v in row.items() if k not in self.index}
-            for row in self.rows
-        }
-
-
-def _cell(text):
-    if text in ("True", "False"):
-        return text == "True"
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
-
-
-def read_csv(path):
-    with open(path, newline="") as fh:
-        return FakeFrame([{k: _cell(v) for k, v in row.items()} for row in csv.DictReader(fh)])
 
 
 @pytest.fixture

@@ -173,3 +173,71 @@ def test_unpatched_build_failure_escapes_except_exception():
             build_module_from(fixture_bytes("aiter/core_old.before"))("module_gemm")
         except Exception:
             pytest.fail("SystemExit should not be an Exception")
+
+
+# --- the shapes upstream may move to (fixtures), executed after patching ----------------
+
+UNTUNED_CALL = {"M": 512, "N": 4096, "K": 4096, "bias": False, "dtype": BF16[0], "otype": BF16[1]}
+# fixture, gfx, call overrides, (libtype, solidx) after tuned-gemm-hipblaslt
+SHAPE_CHOICES = [
+    ("aiter/tuned_gemm_else_branch.before", "gfx942", {}, ("hipblaslt", -1)),
+    ("aiter/tuned_gemm_else_branch.before", "gfx950", {}, ("hipblaslt", -1)),
+    ("aiter/tuned_gemm_else_branch.before", "gfx1250", {}, ("triton", 0)),  # the Triton branch stays
+    ("aiter/tuned_gemm_else_branch.before", "gfx1250", {"scaleAB": True}, ("hipblaslt", -1)),
+    ("aiter/tuned_gemm_elif.before", "gfx950", {}, ("hipblaslt", -1)),
+    ("aiter/tuned_gemm_elif.before", "gfx90a", {"M": 1}, ("torch", 0)),  # MI250's own case stays
+    ("aiter/tuned_gemm_elif.before", "gfx1250", {}, ("triton", 0)),
+    ("aiter/tuned_gemm_negated.before", "gfx942", {}, ("hipblaslt", -1)),
+    ("aiter/tuned_gemm_negated.before", "gfx1250", {}, ("triton", 0)),
+    ("aiter/tuned_gemm_helper.before", "gfx942", {}, ("hipblaslt", -1)),
+    ("aiter/tuned_gemm_helper.before", "gfx1250", {"M": 1}, ("torch", 0)),  # helper called only for gfx1250
+    ("aiter/tuned_gemm_helper.before", "gfx1250", {}, ("triton", 0)),
+    ("aiter/tuned_gemm_match.before", "gfx950", {}, ("hipblaslt", -1)),
+    ("aiter/tuned_gemm_match.before", "gfx1250", {}, ("triton", 0)),
+]
+
+
+@pytest.mark.parametrize(
+    ("fixture", "gfx", "call", "expected"),
+    SHAPE_CHOICES,
+    ids=[
+        f"{f.split('/')[1].removesuffix('.before')}-{g}-{'-'.join(c) or 'untuned'}"
+        for f, g, c, _ in SHAPE_CHOICES
+    ],
+)
+def test_shape_selection_after_patch(tmp_path, chip, fixture, gfx, call, expected):
+    chip.gfx = gfx
+    data = patched(tmp_path, "tuned-gemm-hipblaslt", {TUNED_GEMM: fixture}, TUNED_GEMM)
+    config = load_tuned_gemm(data)(**{**UNTUNED_CALL, **call})
+    assert (config["libtype"], config["solidx"]) == expected
+
+
+@pytest.mark.parametrize(
+    "fixture", ["aiter/core_sys_exit.before", "aiter/core_unnamed_handler.before", "aiter/core_helper.before"]
+)
+def test_every_exit_shape_becomes_a_chained_runtime_error(tmp_path, fixture):
+    data = patched(tmp_path, "jit-core-runtime-error", {JIT_CORE: fixture}, JIT_CORE)
+    namespace: dict = {"__name__": "core_under_test"}
+    exec(compile(data, "core", "exec"), namespace)  # noqa: S102 (a fixture)
+    with pytest.raises(RuntimeError) as info:
+        namespace["build_module"]("module_gemm")
+    assert isinstance(info.value.__cause__, OSError)
+
+
+def test_bare_reraise_is_catchable_as_is():
+    """Why core_bare_raise counts as fixed upstream: the build error itself reaches `except Exception`."""
+    build_module = build_module_from(fixture_bytes("aiter/core_bare_raise"))
+    with pytest.raises(OSError, match="hipcc failed for module_gemm"):
+        build_module("module_gemm")
+
+
+@pytest.mark.parametrize("shape", ["atom/linear_two_returns", "atom/linear_alias"])
+@pytest.mark.parametrize(
+    ("use_triton", "ck_free"), [(False, False), (True, False), (False, True), (True, True)]
+)
+def test_use_triton_gemm_shapes_follow_ck_free(tmp_path, shape, use_triton, ck_free):
+    files = {LINEAR: f"{shape}.before", ENVS: "atom/envs_without.before"}
+    data = patched(tmp_path, "atom-ck-free-triton-gemm", files, LINEAR)
+    envs = types.SimpleNamespace(ATOM_USE_TRITON_GEMM=use_triton, ATOM_CK_FREE=ck_free)
+    use_triton_gemm = function_from(data, "use_triton_gemm", {"envs": envs, "atom_envs": envs})
+    assert bool(use_triton_gemm()) is (use_triton or ck_free)

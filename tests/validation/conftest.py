@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -12,13 +13,27 @@ import pytest
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from validation.arch import get_arch  # noqa: E402 - after TRITON_INTERPRET on purpose
+from validation.archs import get as get_arch  # noqa: E402 - after TRITON_INTERPRET on purpose
 from validation.checks.context import Context  # noqa: E402
 from validation.device import detect  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 AITER_WHEEL = "amd-aiter==0.1.7.post2.dev18"
 WHEEL_CACHE = REPO / ".cache" / "pypi"
+AITER_PIN = "79366eb81451e20bc206f63ab56cae8c63c927ed"  # aiter the image builds (2026-08-03)
+
+
+def pytest_configure(config):
+    # numpy 2.3 warns where triton 3.6's interpreter turns a 1-element array into a loop bound (2.4 raises:
+    # validation.interpreter.runtime_loops says so). aiter's kernels hit it on every K loop.
+    config.addinivalue_line("filterwarnings", "ignore:Conversion of an array with ndim > 0:DeprecationWarning")
+
+
+def missing(reason: str):
+    """A resource CI must have: fail there (CI=true), skip with the reason elsewhere."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(reason)
+    pytest.skip(reason)
 
 
 @pytest.fixture
@@ -43,6 +58,62 @@ def run_cli():
                               capture_output=True, text=True, timeout=300, check=False)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def aiter_checkout(tmp_path_factory) -> Path:
+    """A checkout of the real aiter at the pin, from the shared bare repository (only aiter/ checked out)."""
+    upstream = Path(os.environ.get("ATOM_BUILD_UPSTREAM") or REPO / ".." / "shared" / "upstream").resolve()
+    bare = upstream / "aiter.git"
+    if shutil.which("git") is None or not bare.is_dir():
+        missing(f"no git or no {bare} (set ATOM_BUILD_UPSTREAM to the folder holding aiter.git)")
+    dest = tmp_path_factory.mktemp("aiter-pin") / "aiter"
+    git = ["git", "-c", "safe.directory=*", "-c", "advice.detachedHead=false"]
+    for args in (["clone", "-q", "--no-checkout", str(bare), str(dest)],
+                 ["-C", str(dest), "sparse-checkout", "set", "--no-cone", "/aiter/"],
+                 ["-C", str(dest), "checkout", "-q", AITER_PIN]):
+        subprocess.run([*git, *args], check=True, capture_output=True, timeout=120)  # noqa: S603
+    return dest
+
+
+@pytest.fixture(scope="session")
+def aiter_pin() -> str:
+    return AITER_PIN
+
+
+@pytest.fixture(scope="session")
+def aiter_pkg(aiter_checkout) -> Path:
+    """The checkout's aiter/ package folder, what --aiter-src resolves to."""
+    return aiter_checkout / "aiter"
+
+
+@pytest.fixture(scope="session")
+def interpreter_runs_aiter() -> None:
+    """aiter's kernels loop over runtime arguments; triton 3.6's interpreter needs numpy<2.4 for that."""
+    from validation import interpreter
+
+    why = interpreter.runtime_loops()
+    if why:
+        missing(why)
+
+
+def _aiter_modules() -> dict:
+    return {k: v for k, v in sys.modules.items() if k == "aiter" or k.startswith("aiter.")}
+
+
+@pytest.fixture
+def stash_aiter_modules():
+    """Every aiter module out of sys.modules for one test, and back after it; what the test loaded goes.
+
+    The adapter's stand-in package stays loaded for the session (aiter's torch ops register once a process).
+    """
+    saved = _aiter_modules()
+    for name in saved:
+        del sys.modules[name]
+    yield
+    for name in _aiter_modules():
+        del sys.modules[name]
+    sys.modules.update(saved)
 
 
 @pytest.fixture(scope="session")

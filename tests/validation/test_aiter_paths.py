@@ -80,3 +80,14 @@ def test_without_aiter_asm_and_ck_are_skipped_with_reason(cpu_ctx):
     assert gemm_asm.run(cpu_ctx()).status == "skipped"
     res = gemm_ck.run(cpu_ctx())
     assert res.status == "skipped" and res.reason == "aiter not installed"
+
+
+@pytest.mark.parametrize(("mode", "source", "reason"), [
+    ("ckfree", "--ck-mode", "CK mode ckfree (--ck-mode)"),
+    (None, "", "CK mode ckfree (detected: no prebuilt CK GEMM module"),
+    ("ck", "ATOM_BUILD_CK_MODE=ck", "CK mode ck (ATOM_BUILD_CK_MODE=ck); aiter kernels need an AMD GPU"),
+])
+def test_gemm_ck_says_which_source_decided_the_ck_mode(tmp_path, cpu_ctx, mode, source, reason):
+    ctx = cpu_ctx(aiter_installed=True, aiter_root=_tree(tmp_path, UNPATCHED), ck_mode=mode, ck_mode_source=source)
+    res = gemm_ck.run(ctx)
+    assert (res.status, res.reason.startswith(reason)) == ("skipped", True), res.reason

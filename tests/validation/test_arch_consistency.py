@@ -47,7 +47,7 @@ def test_fp8_dtype_and_max_per_arch(cpu_ctx, arch, dtype, fmax):
 
 
 @pytest.fixture
-def fake_aiter(tmp_path, monkeypatch):
+def fake_aiter(tmp_path, monkeypatch, stash_aiter_modules):
     """A stand-in aiter whose get_gfx() takes GPU_ARCHS' last entry, as the real one does."""
     pkg = tmp_path / "aiter"
     (pkg / "jit" / "utils").mkdir(parents=True)
@@ -65,9 +65,6 @@ def fake_aiter(tmp_path, monkeypatch):
         fp8 = {"gfx942": torch.float8_e4m3fnuz, "gfx950": torch.float8_e4m3fn}[get_gfx()]
     """))
     monkeypatch.syspath_prepend(str(tmp_path))
-    yield
-    for name in [m for m in sys.modules if m == "aiter" or m.startswith("aiter.")]:
-        del sys.modules[name]
 
 
 def test_multi_arch_image_makes_aiter_pick_gfx950_on_a_gfx942_target(cpu_ctx, monkeypatch, fake_aiter):

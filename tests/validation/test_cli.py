@@ -1,14 +1,27 @@
-"""The command line: exit codes, one-line usage errors, and the JSON schema the host pipeline reads."""
+"""The command line: usage errors and exit codes in-process (validation.cli.main); the real entry point
+`python -m validation` in a subprocess only where a process proves something (its exit code, import order)."""
 
 import json
+import sys
 
 import pytest
 
-TOP_KEYS = {"arch", "device", "device_name", "torch", "triton", "aiter", "wall_s", "exit_code", "checks"}
+from validation.cli import main
+from validation.report import Report, render
+
+TOP_KEYS = {"arch", "device", "device_name", "torch", "triton", "aiter", "aiter_commit", "aiter_source", "wall_s",
+            "exit_code", "checks"}
 CHECK_KEYS = {"name", "status", "reason", "wall_s", "metrics", "cases"}
 CASE_KEYS = {"name", "status", "cosine", "max_abs_err", "frac_out_of_tol", "nan_inf", "backend", "note"}
 NAMES = ["arch-consistency", "gemm-hipblaslt", "gemm-triton", "moe-triton", "gemm-ck", "gemm-asm", "lds-budget",
          "tuned-csv-coverage"]
+CPU = ["--arch", "gfx942", "--device", "cpu"]
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch):
+    for var in ("GPU_ARCHS", "AITER_CONFIG_GEMM_BF16", "ATOM_BUILD_CK_MODE", "ATOM_CK_FREE"):
+        monkeypatch.delenv(var, raising=False)
 
 
 def _check_schema(data):
@@ -25,70 +38,132 @@ def _check_schema(data):
             assert isinstance(case["nan_inf"], bool)
 
 
-def test_full_cpu_run_passes_and_writes_the_schema(tmp_path, run_cli):
+def test_full_cpu_run_of_the_entry_point_exits_0_and_writes_the_schema(tmp_path, run_cli):
     out = tmp_path / "r.json"
-    proc = run_cli("--arch", "gfx942", "--device", "cpu", "--json", str(out))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = run_cli(*CPU, "--json", str(out))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     data = json.loads(out.read_text())
     _check_schema(data)
     assert [c["name"] for c in data["checks"]] == NAMES
-    assert data["arch"] == "gfx942" and data["device"] == "cpu" and data["exit_code"] == 0
-    by_name = {c["name"]: c for c in data["checks"]}
-    assert by_name["gemm-triton"]["status"] == "passed"
-    assert by_name["moe-triton"]["status"] == "passed"
-    assert by_name["gemm-ck"]["status"] == "skipped"
-    assert "SKIPPED" in proc.stdout and "PASSED" in proc.stdout  # the table for people
 
 
-def test_two_arch_gpu_archs_exits_1(tmp_path, run_cli):
+def test_entry_point_runs_aiters_kernels_from_a_checkout(tmp_path, run_cli, aiter_checkout,
+                                                         interpreter_runs_aiter):
+    # In a fresh process: the interpreter must be set before any Triton module loads, aiter's included.
     out = tmp_path / "r.json"
-    proc = run_cli("--arch", "gfx942", "--device", "cpu", "--only", "arch-consistency", "--json", str(out),
-                   env={"GPU_ARCHS": "gfx942;gfx950"})
-    assert proc.returncode == 1
-    data = json.loads(out.read_text())
-    assert data["exit_code"] == 1
-    assert data["checks"][0]["status"] == "failed"
-    assert "LAST (gfx950)" in json.dumps(data)
+    proc = run_cli("--arch", "gfx950", "--device", "cpu", "--aiter-src", str(aiter_checkout), "--only",
+                   "gemm-triton", "moe-triton", "--json", str(out))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    cases = [c for chk in json.loads(out.read_text())["checks"] for c in chk["cases"]]
+    assert sum(c["backend"].startswith("aiter-triton (adapter") and c["status"] == "passed" for c in cases) >= 9
 
 
-def test_only_runs_just_those(tmp_path, run_cli):
+def _json(tmp_path, *args) -> tuple[int, dict]:
     out = tmp_path / "r.json"
-    proc = run_cli("--arch", "gfx950", "--device", "cpu", "--only", "lds-budget", "gemm-ck", "--json", str(out))
-    assert proc.returncode == 0
-    assert [c["name"] for c in json.loads(out.read_text())["checks"]] == ["lds-budget", "gemm-ck"]
+    code = main([*args, "--json", str(out)])
+    return code, json.loads(out.read_text())
 
 
-def test_malformed_csv_fails_without_a_traceback(tmp_path, run_cli):
+def test_the_report_names_the_aiter_commit_of_the_checkout(tmp_path, aiter_checkout, aiter_pin):
+    _, data = _json(tmp_path, *CPU, "--aiter-src", str(aiter_checkout), "--only", "gemm-ck")
+    assert data["aiter_commit"] == aiter_pin
+
+
+def test_aiter_root_is_kept_as_an_alias(tmp_path, aiter_checkout, aiter_pkg):
+    _, data = _json(tmp_path, *CPU, "--aiter-root", str(aiter_checkout), "--only", "gemm-ck")
+    assert data["aiter_source"] == str(aiter_pkg.resolve())
+
+
+def test_two_arch_gpu_archs_exits_1(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPU_ARCHS", "gfx942;gfx950")
+    code, data = _json(tmp_path, *CPU, "--only", "arch-consistency")
+    assert (code, data["exit_code"], data["checks"][0]["status"]) == (1, 1, "failed")
+
+
+def test_only_runs_just_those(tmp_path):
+    _, data = _json(tmp_path, "--arch", "gfx950", "--device", "cpu", "--only", "lds-budget", "gemm-ck")
+    assert [c["name"] for c in data["checks"]] == ["lds-budget", "gemm-ck"]
+
+
+def test_malformed_csv_fails_the_check_not_the_run(tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("M,N\n1,2\n")
-    out = tmp_path / "r.json"
-    proc = run_cli("--arch", "gfx942", "--device", "cpu", "--only", "tuned-csv-coverage", "--tuned-csv", str(bad),
-                   "--json", str(out))
-    assert proc.returncode == 1
-    assert "Traceback" not in proc.stderr + proc.stdout
-    assert "missing columns cu_num, K, libtype" in json.loads(out.read_text())["checks"][0]["reason"]
+    code, data = _json(tmp_path, *CPU, "--only", "tuned-csv-coverage", "--tuned-csv", str(bad))
+    assert (code, data["checks"][0]["reason"]) == (1, f"{bad}: missing columns cu_num, K, libtype (has: M, N)")
 
 
-@pytest.mark.parametrize("args", [
-    ["--arch", "gfx90a"],
-    ["--arch", "auto", "--device", "cpu"],
-    ["--arch", "gfx942", "--device", "cpu", "--only", "gemm-magic"],
-    ["--arch", "gfx942", "--device", "cpu", "--model", "/nonexistent/config.json"],
-    ["--arch", "gfx942", "--device", "cpu", "--tp", "0"],
-    ["--device", "cpu"],
-])
-def test_usage_errors_exit_2_with_one_line(run_cli, args):
-    proc = run_cli(*args)
-    assert proc.returncode == 2
-    assert proc.stdout == ""
-    assert len(proc.stderr.strip().splitlines()) == 1
-    assert proc.stderr.startswith("python -m validation: error:")
+def test_ck_mode_flag_decides_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATOM_BUILD_CK_MODE", "ck")
+    _, data = _json(tmp_path, *CPU, "--only", "gemm-ck", "--ck-mode", "ckfree")
+    assert data["checks"][0]["reason"] == "aiter not installed (--ck-mode: CK mode ckfree)"
 
 
-def test_plain_table_without_rich(tmp_path, run_cli):
-    # A sitecustomize that hides rich, as in an image without it.
-    (tmp_path / "sitecustomize.py").write_text("import sys\nsys.modules['rich'] = None\n")
-    proc = run_cli("--arch", "gfx942", "--device", "cpu", "--only", "gemm-ck", env={"PYTHONPATH": str(tmp_path)})
-    assert proc.returncode == 0
-    assert "┃" not in proc.stdout
-    assert "gemm-ck" in proc.stdout and "SKIPPED" in proc.stdout
+def test_ck_mode_from_the_image_environment_says_which_variable(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATOM_CK_FREE", "1")
+    _, data = _json(tmp_path, *CPU, "--only", "gemm-ck")
+    assert data["checks"][0]["reason"] == "aiter not installed (ATOM_CK_FREE=1: CK mode ckfree)"
+
+
+def test_a_contradictory_ck_environment_fails_gemm_ck(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATOM_BUILD_CK_MODE", "ck")
+    monkeypatch.setenv("ATOM_CK_FREE", "1")
+    code, data = _json(tmp_path, *CPU, "--only", "gemm-ck")
+    assert (code, data["checks"][0]["status"]) == (1, "failed")
+
+
+def _array_config(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text("[1, 2, 3]")
+    return str(path)
+
+
+def _file_as_parent(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    return str(tmp_path / "afile" / "r.json")
+
+
+USAGE = {
+    "unknown arch": lambda t: ["--arch", "gfx90a"],
+    "auto without AMD": lambda t: ["--arch", "auto", "--device", "cpu"],
+    "unknown check": lambda t: [*CPU, "--only", "gemm-magic"],
+    "missing model": lambda t: [*CPU, "--model", "/nonexistent/config.json"],
+    "model is a JSON array": lambda t: [*CPU, "--model", _array_config(t)],
+    "tp 0": lambda t: [*CPU, "--tp", "0"],
+    "no arch": lambda t: ["--device", "cpu"],
+    "bad ck mode": lambda t: [*CPU, "--ck-mode", "full"],
+    "json under a file": lambda t: [*CPU, "--json", _file_as_parent(t)],
+    "json is a folder": lambda t: [*CPU, "--json", str(t)],
+    "aiter-src without aiter": lambda t: [*CPU, "--aiter-src", str(t)],
+}
+
+
+@pytest.mark.parametrize("case", sorted(USAGE))
+def test_usage_errors_exit_2_with_one_line_before_any_check(case, tmp_path, capsys):
+    code = main(USAGE[case](tmp_path))
+    out, err = capsys.readouterr()
+    # One stderr line and no stdout: no check ran (each prints a progress line, the run prints a table).
+    assert (code, out, len(err.strip().splitlines()), err.startswith("python -m validation: error:")) == \
+        (2, "", 1, True), err
+
+
+def test_a_json_array_config_is_named_as_such(tmp_path, capsys):
+    main([*CPU, "--model", _array_config(tmp_path)])
+    assert "is a JSON array" in capsys.readouterr().err
+
+
+def test_an_unwritable_json_path_is_named(tmp_path, capsys):
+    main([*CPU, "--json", _file_as_parent(tmp_path)])
+    assert "cannot write there" in capsys.readouterr().err
+
+
+def test_the_writability_probe_leaves_no_file(tmp_path):
+    out = tmp_path / "new" / "r.json"
+    main([*CPU, "--json", str(out), "--tp", "0"])  # a usage error after the probe: nothing is written
+    assert not out.exists()
+
+
+def test_plain_table_without_rich(monkeypatch):
+    for name in [m for m in sys.modules if m == "rich" or m.startswith("rich.")] + ["rich"]:
+        monkeypatch.setitem(sys.modules, name, None)  # as in an image without rich
+    text = render(Report("gfx942", "cpu", "cpu", "t", None, None))
+    assert ("┃" in text, text.splitlines()[1].split()[:2]) == (False, ["check", "/"])

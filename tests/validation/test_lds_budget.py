@@ -17,7 +17,8 @@ def test_estimator_by_hand():
 
 
 @pytest.mark.parametrize(("name", "sizes"), [("MI300X-GEMM-A16W16.json", (2, 2)), ("MI350X-GEMM-A8WFP4.json", (1, 0.5)),
-                                             ("MI350X-GEMM-A16W8_BLOCKSCALE.json", (2, 1)), ("MI300X-MOE.json", None)])
+                                             ("MI350X-GEMM-A16W8_BLOCKSCALE.json", (2, 1)), ("MI300X-MOE.json", None),
+                                             ("gfx950-GEMM-AFP8WFP8.json", (1, 1))])
 def test_dtype_from_file_name(name, sizes):
     assert dtype_bytes(name) == sizes
 
@@ -29,10 +30,12 @@ def test_configs_found_at_any_depth():
 
 
 def _aiter_tree(tmp_path, files: dict):
-    gemm = tmp_path / "aiter" / "ops" / "triton" / "configs" / "gemm"
-    gemm.mkdir(parents=True)
+    """files: path under ops/triton/configs/ -> document (a bare name goes under gemm/)."""
+    configs = tmp_path / "aiter" / "ops" / "triton" / "configs"
     for name, doc in files.items():
-        (gemm / name).write_text(json.dumps(doc))
+        path = configs / (name if "/" in name else f"gemm/{name}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc))
     return tmp_path / "aiter"
 
 
@@ -41,22 +44,42 @@ def _cfg(bm, bn, bk, stages):
 
 
 def test_config_over_the_gfx942_budget_fails(tmp_path, cpu_ctx):
-    root = _aiter_tree(tmp_path, {"MI300X-GEMM-A16W16.json": {"ok": _cfg(128, 128, 64, 2),
+    root = _aiter_tree(tmp_path, {"gfx942-GEMM-A16W16.json": {"ok": _cfg(128, 128, 64, 2),
                                                               "big": _cfg(256, 256, 64, 3)},
-                                  "MI350X-GEMM-A16W16.json": {"big": _cfg(256, 256, 64, 3)}})
+                                  "gfx950-GEMM-A16W16.json": {"big": _cfg(256, 256, 64, 3)}})
     res = lds_budget.run(cpu_ctx("gfx942", aiter_root=root))
-    assert res.status == "failed"
-    assert res.metrics["over_budget"] == ["MI300X-GEMM-A16W16.json:big=128KiB"]
-    # The same config fits gfx950's 160 KiB, and only MI350X files are read for it.
+    assert (res.status, res.metrics["over_budget"]) == ("failed", ["gfx942-GEMM-A16W16.json:big=128KiB"])
+
+
+def test_the_same_config_fits_gfx950_and_only_gfx950_files_are_read(tmp_path, cpu_ctx):
+    root = _aiter_tree(tmp_path, {"gfx942-GEMM-A16W16.json": {"big": _cfg(256, 256, 64, 3)},
+                                  "gfx950-GEMM-A16W16.json": {"big": _cfg(256, 256, 64, 3)}})
     res = lds_budget.run(cpu_ctx("gfx950", aiter_root=root))
-    assert res.status == "passed" and res.metrics["files"] == 1
+    assert (res.status, res.metrics["files"]) == ("passed", 1)
+
+
+def test_the_per_arch_triton_folder_is_read_too(tmp_path, cpu_ctx):
+    root = _aiter_tree(tmp_path, {"gfx950-GEMM-A16W16.json": {"a": _cfg(64, 64, 64, 2)},
+                                  "gfx950/triton/gemm/GEMM-AFP4WFP4.json": {"b": _cfg(256, 256, 256, 2)}})
+    res = lds_budget.run(cpu_ctx("gfx950", aiter_root=root))
+    assert (res.metrics["files"], res.metrics["max_estimate"]) == (2, 65536)
+
+
+def test_aiter_before_2026_named_its_files_by_device(tmp_path, cpu_ctx):
+    root = _aiter_tree(tmp_path, {"MI300X-GEMM-A16W16.json": {"a": _cfg(64, 64, 64, 2)}})
+    res = lds_budget.run(cpu_ctx("gfx942", aiter_root=root))
+    assert res.metrics["source"] == "aiter configs gemm/MI300X-*.json (aiter before 2026-01)"
 
 
 def test_no_config_files_for_the_arch_fails(tmp_path, cpu_ctx):
-    root = _aiter_tree(tmp_path, {"MI350X-GEMM-A8W8.json": {"any": _cfg(64, 64, 64, 2)}})
+    root = _aiter_tree(tmp_path, {"gfx950-GEMM-A8W8.json": {"any": _cfg(64, 64, 64, 2)}})
     res = lds_budget.run(cpu_ctx("gfx942", aiter_root=root))
-    assert res.status == "failed"
-    assert "no MI300X-*.json" in res.reason or "no MI300X-*.json" in res.cases[0].note
+    assert (res.status, res.cases[0].note.startswith("no gemm/gfx942-*.json")) == ("failed", True)
+
+
+def test_every_config_of_the_pinned_aiter_fits_its_arch(aiter_pkg, cpu_ctx):
+    results = {a: lds_budget.run(cpu_ctx(a, aiter_root=aiter_pkg)) for a in ("gfx942", "gfx950")}
+    assert {a: r.metrics["over_budget"] for a, r in results.items()} == {"gfx942": [], "gfx950": []}
 
 
 def test_without_aiter_our_own_configs_are_checked_and_compiler_part_skipped(cpu_ctx):

@@ -55,3 +55,17 @@ def test_bad_model_and_bad_tp():
 def test_buckets_are_powers_of_two_to_8192():
     assert M_BUCKETS[0] == 1 and M_BUCKETS[-1] == 8192 and len(M_BUCKETS) == 14
     assert GemmShape("a", 1, 2) < GemmShape("b", 1, 2)
+
+
+@pytest.mark.parametrize(("text", "kind"), [("[1, 2]", "JSON array"), ('"llama"', "JSON string"),
+                                            ("7", "JSON number")])
+def test_a_config_that_is_not_an_object_is_refused(tmp_path, text, kind):
+    (tmp_path / "config.json").write_text(text)
+    with pytest.raises(ValueError, match=f"is a JSON object, this one is a {kind}"):
+        load_config(str(tmp_path))
+
+
+def test_a_config_that_is_not_json_is_refused(tmp_path):
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(ValueError, match="not a readable JSON file"):
+        load_config(str(tmp_path))

@@ -1,12 +1,13 @@
 """tuned-csv-coverage against small hand-written CSVs: coverage, gaps, untuned output, clear failures."""
 
 import csv
+import tracemalloc
 
 import pytest
 
 from validation.checks import tuned_csv_coverage
 from validation.models import M_BUCKETS
-from validation.tuned_csv import UNTUNED_COLUMNS
+from validation.tuned_csv import UNTUNED_COLUMNS, index
 
 HEADER = "gfx,cu_num,M,N,K,bias,dtype,outdtype,scaleAB,bpreshuffle,libtype,solidx,splitK,us,kernelName\n"
 
@@ -92,3 +93,22 @@ def test_without_aiter_or_csv_it_is_skipped(cpu_ctx, monkeypatch):
     res = tuned_csv_coverage.run(cpu_ctx())
     assert res.status == "skipped"
     assert "aiter not installed" in res.reason
+
+
+def test_a_large_csv_costs_its_target_rows_not_its_size(tmp_path):
+    # aiter's merged tuned CSVs reach 110 MB; read whole, one took ~2 GB. 100k rows of another arch (15 MB)
+    # plus 100 target rows: the reader may hold the target rows, never the file.
+    other = "gfx950,256,{m},7168,2048,False,torch.bfloat16,torch.bfloat16,False,False,asm,12,0,13.37,_ZN5aiter_k\n"
+    path = tmp_path / "big.csv"
+    with path.open("w") as f:
+        f.write(HEADER)
+        block = "".join(other.format(m=m) for m in range(1000))
+        f.writelines(block for _ in range(100))
+        f.writelines(_row("gfx942", 304, m, 4096, 4096) for m in range(1, 101))
+    tracemalloc.start()
+    try:
+        table = index([path], "gfx942", 304)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (len(table), peak < 2_000_000) == (100, True), f"peak {peak} B"

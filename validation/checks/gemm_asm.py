@@ -18,14 +18,14 @@ MAX_PROOF_SHAPES = 4
 
 def run(ctx: Context) -> CheckResult:
     if ctx.aiter_root is None:
-        return CheckResult.from_cases(NAME, [Case.skipped("asm", "asm", "aiter not installed and no --aiter-root")])
-    cu = ctx.cu_num or ctx.arch.cu_num
+        return CheckResult.from_cases(NAME, [Case.skipped("asm", "asm", "aiter not installed and no --aiter-src")])
+    cu = ctx.cu_num or ctx.arch.default_cu_num
     paths, source = tuned_paths(ctx.tuned_csv, ctx.aiter_root)
     try:
-        table = index(paths, ctx.arch.name)
+        table = index(paths, ctx.arch.name, cu)
     except CsvError as e:
         return CheckResult.from_cases(NAME, [Case.verdict("tuned-csv", False, "asm", str(e))])
-    asm = [k for k, row in table.items() if k.cu_num == cu and row.get("libtype") == "asm"]
+    asm = [k for k, row in table.items() if row.get("libtype") == "asm"]
     src = ctx.aiter_root / "tuned_gemm.py"
     fallback = fallback_libtypes(src) if src.is_file() else set()
     reachable = bool(asm) or "asm" in fallback

@@ -1,8 +1,6 @@
-"""CK GEMM (aiter's gemm_a8w8_CK) when aiter was built with CK; a CK-free build skips with the reason."""
+"""CK GEMM (aiter's gemm_a8w8_CK) when aiter was built with CK; a CK-free build skips, saying who said so."""
 
 from __future__ import annotations
-
-import os
 
 import torch
 
@@ -16,26 +14,31 @@ NAME = "gemm-ck"
 
 
 def ck_built(ctx: Context) -> tuple[bool, str]:
-    if os.environ.get("ENABLE_CK") == "0":
-        return False, "aiter built CK-free (ENABLE_CK=0)"
+    """Was aiter built with CK, and which source decided: --ck-mode, the image's environment, or aiter's files."""
+    if ctx.ck_mode is not None:
+        return ctx.ck_mode == "ck", f"CK mode {ctx.ck_mode} ({ctx.ck_mode_source})"
     assert ctx.aiter_root is not None
     mods = sorted(p.name for p in ctx.aiter_root.glob("jit/module_gemm_a8w8*.so"))
     if not mods:
-        return False, f"no prebuilt CK GEMM module (jit/module_gemm_a8w8*.so) under {ctx.aiter_root}: CK-free build"
-    return True, ", ".join(mods)
+        return False, (f"CK mode ckfree (detected: no prebuilt CK GEMM module jit/module_gemm_a8w8*.so under "
+                       f"{ctx.aiter_root})")
+    return True, f"CK mode ck (detected: {', '.join(mods)})"
 
 
 def run(ctx: Context) -> CheckResult:
+    if ctx.ck_mode_error:
+        return CheckResult.from_cases(NAME, [Case.verdict("ck-mode", False, "env", ctx.ck_mode_error)])
     if not ctx.aiter_installed:
-        return CheckResult.from_cases(NAME, [Case.skipped("ck", "ck", "aiter not installed")])
+        said = f" ({ctx.ck_mode_source}: CK mode {ctx.ck_mode})" if ctx.ck_mode else ""
+        return CheckResult.from_cases(NAME, [Case.skipped("ck", "ck", "aiter not installed" + said)])
     built, why = ck_built(ctx)
     if not built:
         return CheckResult.from_cases(NAME, [Case.skipped("ck", "ck", why)])
     if ctx.aiter_on_gpu:
-        return CheckResult.from_cases(NAME, [Case.skipped("ck", "ck", ctx.aiter_on_gpu)])
+        return CheckResult.from_cases(NAME, [Case.skipped("ck", "ck", f"{why}; {ctx.aiter_on_gpu}")])
     ops, err = try_import("aiter")
     if ops is None:
-        return CheckResult.from_cases(NAME, [Case.verdict("ck", False, "ck", err)])
+        return CheckResult.from_cases(NAME, [Case.verdict("ck", False, "ck", f"{why}; {err}")])
     cases = []
     for s in shapes(ctx):
         op = fp8_operands(ctx, *operands(ctx, s))

@@ -51,7 +51,7 @@ def _fallback_case(ctx: Context) -> Case:
         lib = cfg.get("libtype")
         return Case.verdict(name, lib == "hipblaslt", "aiter", f"lookup for M={M} N={N} K={K} picked {lib!r}")
     if ctx.aiter_root is None:
-        return Case.skipped(name, "aiter", "aiter not installed and no --aiter-root: nothing to look up")
+        return Case.skipped(name, "aiter", "aiter not installed and no --aiter-src: nothing to look up")
     src = ctx.aiter_root / "tuned_gemm.py"
     if not src.is_file():
         return Case.verdict(name, False, "aiter-source", f"{src} missing")

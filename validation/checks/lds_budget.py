@@ -25,13 +25,14 @@ def run(ctx: Context) -> CheckResult:
 
 
 def _aiter_configs(ctx: Context):
-    files = aiter_config_files(ctx.aiter_root, ctx.arch.triton_config_prefix)
+    files, pattern = aiter_config_files(ctx.aiter_root, ctx.arch.aiter_config_prefix,
+                                        ctx.arch.aiter_legacy_config_prefix)
     budget = ctx.arch.lds_bytes
-    metrics = {"source": f"aiter configs {ctx.arch.triton_config_prefix}-*.json", "lds_bytes": budget,
+    metrics = {"source": f"aiter configs {pattern}", "lds_bytes": budget,
                "files": len(files), "configs": 0, "max_estimate": 0, "over_budget": []}
     if not files:
-        return [Case.verdict("aiter-configs", False, "aiter", f"no {ctx.arch.triton_config_prefix}-*.json under "
-                             f"{ctx.aiter_root}/ops/triton/configs/gemm")], metrics
+        return [Case.verdict("aiter-configs", False, "aiter", f"no {pattern} under "
+                             f"{ctx.aiter_root}/ops/triton/configs")], metrics
     cases = []
     for f in files:
         cases.append(_file_case(f, budget, metrics))
@@ -65,7 +66,7 @@ def _own_configs(ctx: Context):
     from validation.kernels.triton_gemm import CPU_CONFIG, GPU_CONFIG
 
     budget = ctx.arch.lds_bytes
-    metrics = {"source": "our own kernels' configs (aiter not installed, no --aiter-root)", "lds_bytes": budget}
+    metrics = {"source": "our own kernels' configs (aiter not installed, no --aiter-src)", "lds_bytes": budget}
     cases = []
     for name, cfg in (("cpu", CPU_CONFIG), ("gpu", GPU_CONFIG)):
         for dt, nbytes in (("bf16", 2), ("fp8", 1)):

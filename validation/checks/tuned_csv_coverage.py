@@ -15,15 +15,15 @@ def run(ctx: Context) -> CheckResult:
     paths, source = tuned_paths(ctx.tuned_csv, ctx.aiter_root)
     if not paths:
         return CheckResult(NAME, "skipped", "aiter not installed and no --tuned-csv / AITER_CONFIG_GEMM_BF16")
-    cu = ctx.cu_num or ctx.arch.cu_num
+    cu = ctx.cu_num or ctx.arch.default_cu_num
     metrics = {"csv": [str(p) for p in paths], "source": source, "gfx": ctx.arch.name, "cu_num": cu,
                "m_buckets": list(M_BUCKETS)}
     try:
-        table = index(paths, ctx.arch.name)
+        table = index(paths, ctx.arch.name, cu)
     except CsvError as e:
         return CheckResult(NAME, "failed", str(e), metrics=metrics)
     name, cfg = load_config(ctx.model)
-    metrics.update(model=name, rows_for_target=sum(1 for k in table if k.cu_num == cu))
+    metrics.update(model=name, rows_for_target=len(table))
     cases, all_gaps = [], []
     for tp in ctx.tp:
         try:

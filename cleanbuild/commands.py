@@ -1,0 +1,294 @@
+"""What each invoke task (and `nox -s validate`) does: resolve inputs into plans, then run steps through the one
+executor (cleanbuild.pipeline). Nothing here parses argv and nothing here builds or runs a container itself.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+
+from . import buildx, engine, metadata, pipeline, report, steps
+from .arch import Arch, host_runner, resolve
+from .console import console, key_values, steps_table
+from .errors import BuildFailed, StepFailed, UsageError
+from .plan import REPO_ROOT, Plan, commands, make_plan
+from .record import BuildRecord
+from .run import quote, run
+from .settings import Inputs, load_profile, options
+
+BUILD_STEPS = ("preflight", "prepare", "wheels")
+
+
+def arch_info(arch: str | None) -> dict:
+    det = resolve(arch, host_runner)
+    facts = det.arch.facts
+    return {
+        "arch": det.arch.value, "source": det.source, "products": facts.products, "fp8_dtype": facts.fp8_dtype,
+        "fp8_max": facts.fp8_max, "lds_per_cu_kib": facts.lds_kib,
+        "cu_count": det.cu_count or " / ".join(f"{k} {v}" for k, v in facts.cu_counts.items()) + " (typical)",
+        "gpu_count": len(det.gpus) if det.gpus else "not probed (--arch given)", "notes": "; ".join(det.notes) or "-",
+    }
+
+
+def print_rows(title: str, rows: Mapping[str, object]) -> None:
+    console.print(key_values(title, list(rows.items())))
+
+
+def plans(inputs: Inputs, config: Mapping[str, object]) -> list[Plan]:
+    """One plan per arch; pure (preparation is a step, after preflight)."""
+    profile = load_profile(inputs, config)
+    archs = Arch.parse_list(inputs.arch) if inputs.arch else (resolve(None, host_runner).arch,)
+    return [make_plan(profile, options(inputs, config, arch=a)) for a in archs]
+
+
+def show_plan(inputs: Inputs, config: Mapping[str, object], *, as_json: bool) -> None:
+    for plan in plans(inputs, config):
+        if as_json:
+            print(json.dumps(plan_dict(plan), indent=2))
+            continue
+        print_rows(f"plan: {plan.stem} ({plan.profile.name} profile)", {
+            "base image": plan.base_image, "python": plan.profile.python, "build context": plan.prepare.context,
+            "wheels image": plan.wheels.image, "clean image": plan.clean.image, "candidate": plan.patch.image,
+            "release": f"{plan.release_repo}:<tag>", "smoke": plan.smoke_skip_reason or "yes",
+            "steps": " -> ".join(plan.steps)})
+        for argv in commands(plan):
+            print(quote(argv))
+
+
+def plan_dict(plan: Plan) -> dict:
+    return {
+        "profile": plan.profile.name, "arch": plan.options.arch.value, "ck_mode": plan.options.ck_mode,
+        "python": plan.profile.python, "base_image": plan.base_image, "wheels_key": plan.wheels_key,
+        "context": str(plan.prepare.context), "local_wheels": [list(w) for w in plan.prepare.local_wheels],
+        "repos": {name: str(path) for name, path in plan.prepare.repos},
+        "images": {"wheels": plan.wheels.image, "clean": plan.clean.image, "candidate": plan.patch.image},
+        "release_repo": plan.release_repo, "build_args": {s.step: dict(s.build_args) for s in plan.builds},
+        "steps": list(plan.steps), "smoke_skip_reason": plan.smoke_skip_reason,
+        "commands": [quote(a) for a in commands(plan)],
+    }
+
+
+# ---- build steps --------------------------------------------------------------------------------------------
+
+def wheels(inputs: Inputs, config, *, export: Path | None, rebuild: bool, dry_run: bool) -> None:
+    todo = plans(inputs, config)
+    if dry_run:
+        for plan in todo:
+            print(buildx.describe(plan.wheels, plan.options))
+        return
+    cli = engine.client()
+    for plan in todo:
+        rec = pipeline.run(plan, cli, BUILD_STEPS, rebuild=rebuild, failed_report=False)
+        if export:
+            pipeline.run(plan, cli, ("prepare",), rec, failed_report=False)
+            folder = buildx.export(plan.wheels, plan.options, export if len(todo) == 1 else export / plan.stem)
+            console.print(f"[green]✓[/green] wheels and manifest.json exported to {folder} (sha256 checked)")
+
+
+def clean(inputs: Inputs, config, *, dry_run: bool) -> None:
+    todo = plans(inputs, config)
+    if dry_run:
+        for plan in todo:
+            print(buildx.describe(plan.clean, plan.options))
+        return
+    cli = engine.client()
+    for plan in todo:
+        rec = pipeline.run(plan, cli, (*BUILD_STEPS, "clean"), failed_report=False)
+        console.print(f"[green]✓[/green] {plan.clean.image} ({rec.clean_id[:19]})")
+
+
+def build_clean(inputs: Inputs, config, *, dry_run: bool) -> list[BuildRecord]:
+    if dry_run:
+        show_plan(inputs, config, as_json=False)
+        return []
+    cli = engine.client()
+    todo = plans(inputs, config)
+    if len(todo) > 1:
+        wheels_matrix(cli, todo)
+    done = []
+    for plan in todo:
+        rec = pipeline.run(plan, cli, plan.steps)
+        console.print(steps_table(f"build-clean {plan.stem}", rec.steps))
+        result = rec.release_ref or f"{rec.candidate_ref} (no release tag: {rec.steps[-2].detail})"
+        console.print(f"[bold green]done[/bold green]: {result}; report {rec.steps[-1].detail}")
+        done.append(rec)
+    return done
+
+
+def wheels_matrix(cli, todo: list[Plan]) -> None:
+    """The missing wheels images of several archs at once, on one BuildKit (its scheduler shares the common
+    stages). Concurrent `buildx build` runs, not `buildx bake`: bake before buildx 0.14 cannot set a target's
+    network mode, which engines without a default bridge need."""
+    first = todo[0]
+    pipeline.run(first, cli, ("preflight", "prepare"), failed_report=False)
+    for plan in todo[1:]:
+        pipeline.run(plan, cli, ("prepare",), failed_report=False)
+    missing = [p for p in todo if engine.image_id(cli, p.wheels.image) is None]
+    if len(missing) < 2:
+        return
+    console.print(f"building {len(missing)} wheels images at once: {', '.join(p.wheels.image for p in missing)}")
+    with ThreadPoolExecutor(max_workers=len(missing)) as pool:
+        futures = {p.stem: pool.submit(buildx.build, p.wheels, p.options, show=False) for p in missing}
+    failed = []
+    for stem, future in futures.items():
+        try:
+            future.result()
+        except BuildFailed as exc:
+            failed.append(f"{stem}: {exc}")
+    if failed:
+        raise BuildFailed("the wheels matrix failed: " + "; ".join(failed))
+
+
+# ---- steps on an existing image -----------------------------------------------------------------------------
+
+def image_plan(image: str, inputs: Inputs, config, cli) -> tuple[Plan, BuildRecord]:
+    """A plan for an image that exists: its arch and CK mode come from its labels unless --arch is given."""
+    image_id = engine.image_id(cli, image)
+    if image_id is None:
+        raise UsageError(f"image {image} not found on this engine. To fix, build it (invoke build-clean) or pass an existing image.")
+    arch, ck_mode = metadata.image_labels(engine.inspect(cli, image).get("Config", {}).get("Labels"))
+    arch = inputs.arch or arch
+    if not arch:
+        raise UsageError(f"{image} has no {metadata.label('arch')} label. To fix, pass --arch gfx942|gfx950.")
+    inputs = replace(inputs, arch=arch, ck_free=inputs.ck_free or ck_mode == "ckfree")
+    plan = make_plan(load_profile(inputs, config), options(inputs, config, arch=Arch.parse(arch)))
+    return plan, pipeline.new_record(plan, candidate_id=image_id, candidate_ref=image)
+
+
+def validate(image: str, inputs: Inputs, config, *, rest: tuple[str, ...], dest: Path | None) -> int:
+    """`nox -s validate -- --image TAG`: the validate step of build-clean, on any image; the report copied out."""
+    cli = engine.client()
+    plan, rec = image_plan(image, inputs, config, cli)
+    if rest:
+        spec = plan.validate
+        plan = replace(plan, validate=replace(spec, command=(*spec.command, *rest)))
+    try:
+        rec = pipeline.run(plan, cli, ("preflight", "validate"), rec, failed_report=False)
+        code = 0
+    except StepFailed as exc:
+        console.print(f"[red]{exc}[/red]")
+        code = 1
+    src = plan.options.run_dir / "validation.json"
+    if src.is_file():
+        out = dest or REPO_ROOT / "reports" / f"validate-{plan.options.run_id}.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(src.read_bytes())
+        console.print(f"report: {out}")
+    return code
+
+
+def smoke(image: str, inputs: Inputs, config) -> None:
+    cli = engine.client()
+    plan, rec = image_plan(image, inputs, config, cli)
+    rec = pipeline.run(plan, cli, ("preflight", "smoke"), rec, failed_report=False)
+    result = rec.smoke["result"]
+    console.print(f"[green]✓[/green] {result['new_tokens']} new tokens ({result['counted_by']}): {result.get('completion')!r}")
+
+
+def tag(image: str, inputs: Inputs, config, *, dry_run: bool) -> None:
+    cli = engine.client()
+    plan, rec = image_plan(image, replace(inputs, allow_no_smoke=True), config, cli)
+    if dry_run:
+        rec = steps.release_tag(steps.Ctx(plan, cli, steps.Journal()), rec)[0]
+    else:
+        rec = pipeline.run(plan, cli, ("preflight", "tag"), rec, failed_report=False)
+    f = rec.facts
+    print_rows("tag", {"tag": f"{metadata.release_repo(plan.options.registry, f.arch, f.ck_mode)}:{rec.tag.value}",
+                       "rocm": f.rocm_release, "aiter": f.aiter, "atom": f.atom, "length": len(rec.tag.value),
+                       "changes": "; ".join(rec.tag.steps) or "none needed", "applied": rec.release_ref or "no (--dry-run)"})
+
+
+def patch(*, src: str | None, image: str | None, only: tuple[str, ...], check: bool, dry_run: bool, inputs: Inputs,
+          config) -> None:
+    if bool(src) == bool(image):
+        raise UsageError("give exactly one of --src DIR or --image TAG.")
+    if src:
+        return _patch_folder(Path(src), only, "check" if check or dry_run else "apply")
+    cli = engine.client()
+    plan, rec = image_plan(image, inputs, config, cli)
+    target = f"{image}-patched" if ":" in image.rsplit("/", 1)[-1] else f"{image}:patched"
+    plan = replace(plan, patch=replace(plan.patch, image=target))
+    if dry_run:
+        print(buildx.describe(plan.patch, plan.options))
+        return None
+    pipeline.run(plan, cli, ("preflight", "patch"), rec, patch_only=only, failed_report=False,
+                 temporary_candidate=False)
+    console.print(f"[green]✓[/green] patched image {target}")
+    return None
+
+
+def _patch_folder(root: Path, only: tuple[str, ...], mode: str) -> None:
+    argv = [sys.executable, "-m", "patches", mode, "--root", str(root.resolve()), *[x for n in only for x in ("--only", n)]]
+    code = run(argv, check=False, cwd=REPO_ROOT).returncode
+    if code == 2:
+        raise StepFailed(f"patches {mode} found drift or could not write under {root} (see above); nothing was written.")
+    if code == 1:
+        raise StepFailed(f"patches check: something under {root} would change (see above).")
+    if code:
+        raise StepFailed(f"patches {mode} exited {code}.")
+
+
+def print_report(ref: str) -> None:
+    data = report.load(ref)
+    if data is None:
+        raise UsageError(f"no report for {ref}. To fix, pass the release tag build-clean printed (see reports/).")
+    print(report.markdown(data), end="")
+
+
+# ---- pins and locks -----------------------------------------------------------------------------------------
+
+def pins(inputs: Inputs, config, *, as_json: bool, bump: str | None, to: str | None, dry_run: bool) -> int:
+    from . import pins as pinning
+
+    profile = load_profile(inputs, config)
+    if bump:
+        result = pinning.bump(profile, bump, to, dry_run=dry_run, reload=lambda: load_profile(inputs, config))
+        if as_json:
+            print(json.dumps(result.__dict__, indent=2))
+        else:
+            print_rows(f"pins --bump {bump}", {"from": result.old, "to": f"{result.new} ({result.describe}, {result.date[:10]})",
+                                                "patches": ", ".join(f"{k}={v}" for k, v in result.outcomes.items()) or "-",
+                                                "written": "yes (profile and locks)" if result.written else "no"})
+            if result.diff and (dry_run or result.written):
+                print(result.diff, end="")
+        for line in result.drift:
+            console.print(f"[red]drift: {line}[/red]")
+        if result.drift:
+            console.print("[red]nothing was written: a patch no longer applies to the candidate[/red]")
+        return 1 if result.drift else 0
+    report_ = pinning.check(profile)
+    if as_json:
+        print(json.dumps(report_.to_json(), indent=2))
+    else:
+        from rich.table import Table
+
+        table = Table(title=f"pins of profile {profile.name} ({profile.file.name})")
+        for col in ("component", "pin", "status", "detail"):
+            table.add_column(col, overflow="fold")
+        for row in report_.rows:
+            table.add_row(row.component, row.pin[:40], row.status, row.detail)
+        console.print(table)
+        for row in report_.problems:
+            console.print(f"[red]pin wrong: {row.component} {row.pin}: {row.detail}[/red]")
+    return report_.exit_code
+
+
+def lock(inputs: Inputs, config, *, upgrade: tuple[str, ...], check: bool) -> int:
+    from . import lock as locking
+
+    profile = load_profile(inputs, config)
+    if check:
+        problems = locking.check(profile)
+        for line in problems:
+            console.print(f"[red]lock stale: {line}[/red]")
+        if not problems:
+            console.print(f"[green]✓[/green] {locking.lock_paths(profile)[0].name} matches the pins of {profile.name}")
+        return 1 if problems else 0
+    runtime, build = locking.write(profile, upgrade=upgrade)
+    console.print(f"[green]✓[/green] wrote {runtime} ({len(locking.packages(runtime))} packages) and {build.name}; "
+                  f"digest {locking.digest(profile)}")
+    return 0

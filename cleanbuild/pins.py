@@ -1,0 +1,302 @@
+"""`invoke pins`: is every pin a fact? And `invoke pins --bump`: move a git pin, only when every patch still holds.
+
+For each git component: the ref is a commit of its repository, reachable from the default branch (or: only on
+which ref), and how many commits and days it is behind the branch head. Pair rules: aiter's FLYDSL_VERSION at
+the aiter pin is the flydsl the profile gets (the lock's, or a typed pin), and every non-optional aiter import of
+ATOM at its pin resolves in aiter at its pin (cleanbuild.imports). PyPI pins: the version exists with a wheel
+for the profile's Python. A PyTorch index pin is checked when the index answers, and said unchecked otherwise.
+Exit: 0 all good, 1 a pin is wrong, 3 a git repository cannot be reached.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import difflib
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import lock
+from .errors import CleanBuildError, StepFailed, UsageError
+from .gitrepo import SHA, Repo
+from .imports import Tree, unresolved
+from .profiles import Profile
+
+PATCH_TARGETS = ("aiter/tuned_gemm.py", "aiter/jit/core.py", "atom/model_ops/linear.py", "atom/utils/envs.py")
+FLYDSL = re.compile(r"""^FLYDSL_VERSION\s*=\s*["']flydsl==([^"']+)["']""", re.MULTILINE)
+
+
+@dataclass
+class Row:
+    component: str
+    pin: str
+    status: str  # ok | WRONG | unchecked
+    detail: str
+    facts: dict = field(default_factory=dict)
+
+
+@dataclass
+class Report:
+    rows: list[Row]
+
+    @property
+    def problems(self) -> list[Row]:
+        return [r for r in self.rows if r.status == "WRONG"]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.problems else 0
+
+    def to_json(self) -> dict:
+        return {"exit_code": self.exit_code, "pins": [r.__dict__ for r in self.rows]}
+
+
+def check(profile: Profile) -> Report:
+    rows, repos = [], {}
+    for comp in profile.components:
+        if comp.source == "git":
+            repo = Repo(str(comp.get("repo")))
+            repos[comp.name] = repo
+            rows.append(git_pin(comp.name, repo, str(comp.get("ref")), comp.get("branch")))
+        elif comp.source == "pypi" and comp.get("version"):
+            rows.append(pypi_pin(comp.name, str(comp.get("package", comp.name)), str(comp.get("version")), profile.python))
+        elif comp.source == "index":
+            rows.append(index_pin(comp.name, str(comp.get("index_url")), str(comp.get("version")), profile.python))
+    ok = {r.component for r in rows if r.status == "ok"}
+    if {"aiter", "atom"} <= ok:
+        aiter, atom = profile.component("aiter"), profile.component("atom")
+        rows.append(pair(repos["aiter"], str(aiter.get("ref")), repos["atom"], str(atom.get("ref"))))
+    if "aiter" in ok:
+        rows.append(flydsl(profile, repos["aiter"]))
+    return Report(rows)
+
+
+def git_pin(name: str, repo: Repo, ref: str, branch: object) -> Row:
+    if not SHA.match(ref):
+        return Row(name, ref, "WRONG", f"{ref!r} is not a full commit SHA. To fix, pin the 40-hex commit.")
+    heads = repo.heads()  # EnvironmentProblem (exit 3) when unreachable
+    branch = str(branch or _default_branch(heads))
+    head_sha = heads.get(f"refs/heads/{branch}")
+    if head_sha is None:
+        return Row(name, ref, "WRONG", f"{repo.url} has no branch {branch!r}. To fix, set components.{name}.branch.")
+    with contextlib.suppress(CleanBuildError):  # a fetch of an unknown SHA fails; resolve() says so below
+        repo.fetch(branch, ref)
+    if repo.resolve(ref) is None:
+        return Row(name, ref, "WRONG", f"{ref[:12]} is not a commit of {repo.url}. To fix, pin a commit of that repository (`invoke pins --bump {name}`).")
+    pinned, head = repo.commit(ref), repo.commit(head_sha)
+    facts = {"date": pinned.date, "subject": pinned.subject, "branch": branch, "head": head.sha, "head_date": head.date,
+             "describe": repo.describe(ref)}
+    if not repo.is_ancestor(ref, head.sha):
+        others = sorted(n for n, sha in heads.items() if sha == ref)
+        where = f"only on {', '.join(others)}" if others else f"not on {branch}"
+        return Row(name, ref, "WRONG", f"{ref[:12]} is {where}. To fix, pin the commit that landed on {branch} (`invoke pins --bump {name} --to SHA`).", facts)
+    behind = repo.count(ref, head.sha)
+    days = (dt.datetime.fromisoformat(head.date) - dt.datetime.fromisoformat(pinned.date)).days
+    facts.update(behind=behind, days_behind=days)
+    return Row(name, ref, "ok", f"on {branch}, {pinned.date[:10]} ({facts['describe'] or '-'}); {behind} commits / {days} days behind {head.sha[:8]}", facts)
+
+
+def _default_branch(heads: dict[str, str]) -> str:
+    head = heads.get("HEAD")
+    for name, sha in heads.items():
+        if name.startswith("refs/heads/") and sha == head:
+            return name.removeprefix("refs/heads/")
+    return "main"
+
+
+def pair(aiter: Repo, aiter_ref: str, atom: Repo, atom_ref: str) -> Row:
+    result = unresolved(_tree(atom, atom_ref), _tree(aiter, aiter_ref))
+    pin = f"atom {atom_ref[:8]} / aiter {aiter_ref[:8]}"
+    facts = {"imports_checked": result.checked, "missing": [str(m) for m in result.missing],
+             "undecided": [str(m) for m in result.undecided]}
+    if result.missing:
+        shown = ", ".join(str(m) for m in result.missing[:5])
+        return Row("aiter/atom", pin, "WRONG", f"ATOM imports {len(result.missing)} names aiter lacks: {shown}. To fix, choose the pins as a pair.", facts)
+    return Row("aiter/atom", pin, "ok", f"all {result.checked} aiter imports of ATOM resolve ({len(result.undecided)} only through aiter's import hooks)", facts)
+
+
+def _tree(repo: Repo, ref: str) -> Tree:
+    return Tree(repo.git("ls-tree", "-r", "--name-only", ref).split(), lambda path: repo.show(ref, path))
+
+
+def flydsl(profile: Profile, aiter: Repo) -> Row:
+    ref = str(profile.component("aiter").get("ref"))
+    setup = aiter.show(ref, "setup.py") or b""
+    m = FLYDSL.search(setup.decode(errors="replace"))
+    want = m.group(1) if m else None
+    comp = profile.component("flydsl")
+    if comp.source == "pypi":
+        have, where = str(comp.get("version")), "components.flydsl.version"
+    else:
+        runtime, _ = lock.lock_paths(profile)
+        have, where = (lock.packages(runtime).get("flydsl") if runtime.is_file() else None), runtime.name
+    if want is None:
+        return Row("flydsl", str(have), "unchecked", f"aiter {ref[:8]} setup.py names no FLYDSL_VERSION")
+    status = "ok" if have == want else "WRONG"
+    fix = "" if status == "ok" else " To fix, run `invoke lock` (or set components.flydsl.version to aiter's)."
+    return Row("flydsl", str(have), status, f"aiter {ref[:8]} pins flydsl=={want}; {where} has {have}.{fix}")
+
+
+def pypi_pin(name: str, package: str, version: str, python: str) -> Row:
+    data = _json(f"https://pypi.org/pypi/{package}/json")
+    if data is None:
+        return Row(name, f"{package}=={version}", "unchecked", "PyPI did not answer")
+    files = data.get("releases", {}).get(version)
+    if files is None:
+        return Row(name, f"{package}=={version}", "WRONG", f"PyPI has no {package} {version}. To fix, pin a released version.")
+    tag = "cp" + python.replace(".", "")
+    wheels = [f["filename"] for f in files if f["filename"].endswith(".whl") and (tag in f["filename"] or "py3-none" in f["filename"])
+              and (("linux" in f["filename"] and "x86_64" in f["filename"]) or f["filename"].endswith("-any.whl"))]
+    if not wheels:
+        return Row(name, f"{package}=={version}", "WRONG", f"{package} {version} has no wheel for Python {python}. To fix, pin one that has.")
+    return Row(name, f"{package}=={version}", "ok", f"on PyPI: {wheels[0]}")
+
+
+def index_pin(name: str, url: str, version: str, python: str) -> Row:
+    page = _text(f"{url.rstrip('/')}/{name}/")
+    pin = f"{name}=={version} @ {url}"
+    if page is None:
+        return Row(name, pin, "unchecked", f"{url} did not answer from this machine")
+    tag = "cp" + python.replace(".", "")
+    found = f"{name}-{version.replace('+', '%2B')}-{tag}" in page or f"{name}-{version}-{tag}" in page
+    return Row(name, pin, "ok" if found else "WRONG",
+               f"{'listed' if found else 'NOT listed'} for {tag} on {url}" + ("" if found else ". To fix, pin a version the index has."))
+
+
+def _text(url: str) -> str | None:
+    try:
+        with urllib.request.urlopen(url, timeout=20) as response:  # noqa: S310 - https URLs from the profile
+            return response.read().decode(errors="replace")
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+
+
+def _json(url: str) -> dict | None:
+    text = _text(url)
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        return None
+
+
+# ---- bump -----------------------------------------------------------------------------------------------------
+
+@dataclass
+class Bump:
+    component: str
+    old: str
+    new: str
+    describe: str | None
+    date: str
+    outcomes: dict[str, str]
+    drift: list[str]
+    diff: str
+    written: bool
+
+
+def bump(profile: Profile, component: str, to: str | None, *, dry_run: bool, reload=None) -> Bump:
+    """reload() -> the profile again (same overrides) after the file changed: its lock, and the locks of the
+    profiles that inherit the changed file, are remade from it; None leaves the locks alone."""
+    comp = profile.component(component)
+    if comp.source != "git":
+        raise UsageError(f"components.{component} is not a git pin. To fix, bump one of: "
+                         f"{', '.join(c.name for c in profile.components if c.source == 'git')}.")
+    repo = Repo(str(comp.get("repo")))
+    heads = repo.heads()
+    branch = str(comp.get("branch") or _default_branch(heads))
+    target = to or heads.get(f"refs/heads/{branch}")
+    if target is None:
+        raise UsageError(f"{repo.url} has no branch {branch}. To fix, pass --to SHA.")
+    repo.fetch(branch, *([target] if SHA.match(target) else []))
+    new = repo.commit(target)
+    outcomes, drift = patch_check(repo, new.sha)
+    file = _defining_file(profile, component)
+    text = file.read_text()
+    updated = rewrite_ref(text, component, str(comp.get("ref")), new.sha,
+                          f"pins --bump {dt.date.today().isoformat()}: {new.sha[:12]} ({repo.describe(new.sha) or '-'}, "
+                          f"{new.date[:10]}) on {branch}; patches: {', '.join(f'{k}={v}' for k, v in outcomes.items())}")
+    diff = "".join(difflib.unified_diff(text.splitlines(True), updated.splitlines(True), str(file), str(file)))
+    result = Bump(component, str(comp.get("ref")), new.sha, repo.describe(new.sha), new.date, outcomes, drift, diff, False)
+    if drift or dry_run or updated == text:
+        return result
+    _write_with_locks(file, text, updated, reload)
+    result.written = True
+    return result
+
+
+def patch_check(repo: Repo, sha: str) -> tuple[dict[str, str], list[str]]:
+    """Every patch's `check` on the candidate's own files (python -m patches check --json)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        present = repo.export(sha, list(PATCH_TARGETS), Path(tmp))
+        if not present:
+            return {}, []
+        root = Path(__file__).resolve().parent.parent
+        proc = subprocess.run([sys.executable, "-m", "patches", "check", "--root", tmp, "--json"], cwd=root,  # noqa: S603
+                              capture_output=True, text=True, check=False)
+        try:
+            data = json.loads(proc.stdout)
+        except ValueError:
+            raise StepFailed(f"patches check gave no report: {proc.stderr.strip()[-300:]}") from None
+    outcomes = {p["name"]: p["outcome"] for p in data["patches"] if p["outcome"] != "not-present"}
+    drift = [p["detail"] for p in data["patches"] if p["outcome"] == "drifted"]
+    return outcomes, drift
+
+
+def _defining_file(profile: Profile, component: str) -> Path:
+    """The profile file (of the inheritance chain) whose [components.<name>] table sets `ref`."""
+    file = profile.file
+    while True:
+        text = file.read_text()
+        if re.search(rf"^\[components\.{component}\][^\[]*?^ref\s*=", text, re.MULTILINE | re.DOTALL):
+            return file
+        parent = re.search(r'^inherits\s*=\s*"([^"]+)"', text, re.MULTILINE)
+        if not parent:
+            raise UsageError(f"no profile file in {profile.file}'s chain pins components.{component}.ref.")
+        file = file.parent / parent.group(1) if parent.group(1).endswith(".toml") else file.parent / f"{parent.group(1)}.toml"
+
+
+def rewrite_ref(text: str, component: str, old: str, new: str, note: str) -> str:
+    """The table's `ref = "old"` line becomes new, with a `# pins --bump ...` line above it (replacing an older one)."""
+    section = re.search(rf"^\[components\.{component}\]\n(.*?)(?=^\[|\Z)", text, re.MULTILINE | re.DOTALL)
+    if section is None:
+        raise UsageError(f"[components.{component}] not found.")
+    body = section.group(1)
+    body = re.sub(r"^# pins --bump .*\n", "", body, flags=re.MULTILINE)
+    if f'ref = "{old}"' not in body:
+        raise UsageError(f"components.{component}.ref is not written as ref = \"{old}\"; edit it by hand.")
+    body = body.replace(f'ref = "{old}"', f'# {note}\nref = "{new}"', 1)
+    return text[: section.start(1)] + body + text[section.end(1):]
+
+
+def _write_with_locks(file: Path, old: str, new: str, reload) -> None:
+    """The profile and the locks it feeds change together, or none of them does."""
+    from .profiles import load
+
+    file.write_text(new)
+    saved: dict[Path, bytes] = {}
+    try:
+        if reload is not None:
+            profiles = [reload(), *(load(p.stem, path=p) for p in sorted(file.parent.glob("*.toml"))
+                                    if p != file and _inherits(p, file))]
+            for prof in profiles:
+                for path in lock.lock_paths(prof):
+                    if path.is_file():
+                        saved.setdefault(path, path.read_bytes())
+                lock.write(prof)
+    except BaseException:
+        file.write_text(old)
+        for path, data in saved.items():
+            path.write_bytes(data)
+        raise
+
+
+def _inherits(child: Path, parent: Path) -> bool:
+    m = re.search(r'^inherits\s*=\s*"([^"]+)"', child.read_text(), re.MULTILINE)
+    return bool(m) and (child.parent / (m.group(1) if m.group(1).endswith(".toml") else f"{m.group(1)}.toml")) == parent

@@ -1,0 +1,112 @@
+"""The prepare step: make what the plan's Prepare names. Runs after preflight, logged like every step.
+
+- The wheels build context: docker/scripts, lock/{runtime,build}.txt (the profile's lock files), local/<component>/
+  (wheels the profile takes from this machine, fetched with pip) and local/repos/<component>.git (copies of local
+  repositories: the offline profile's ../shared/upstream). Built in a temporary folder and renamed into place, so
+  an interrupted prepare never leaves a half context that a later build would trust.
+- The stand-in base image (offline profile): mmdebstrap of the profile's [standin] + `docker import`.
+One preparer at a time per cache folder (a file lock): two builds started together wait for each other.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from .errors import EnvironmentProblem, StepFailed
+from .plan import DOCKER_DIR, Plan, Prepare, standin_image
+from .run import CommandFailed, run
+
+
+@contextlib.contextmanager
+def _locked(cache_dir: Path):
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with (cache_dir / ".prepare.lock").open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def prepare(plan: Plan, image_exists) -> dict:
+    """Make the context (and the stand-in base); returns what was made or found, for the record and the report."""
+    with _locked(plan.options.cache_dir):
+        made = {"context": str(plan.prepare.context), "context_reused": plan.prepare.context.is_dir()}
+        if not made["context_reused"]:
+            build_context(plan.prepare, python=plan.profile.python)
+        if plan.prepare.standin:
+            made["standin"] = ensure_standin(plan.prepare, plan.options.cache_dir, image_exists)
+        return made
+
+
+def build_context(prep: Prepare, *, python: str) -> None:
+    runtime, build = prep.lock_files
+    for path in (runtime, build):
+        if not path.is_file():
+            raise StepFailed(f"{path} is missing. To fix, run `invoke lock` for this profile and commit the file.")
+    prep.context.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=prep.context.parent, prefix=f".{prep.context.name}."))
+    try:
+        shutil.copytree(DOCKER_DIR / "scripts", tmp / "docker" / "scripts",
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        (tmp / "lock").mkdir()
+        shutil.copyfile(runtime, tmp / "lock" / "runtime.txt")
+        shutil.copyfile(build, tmp / "lock" / "build.txt")
+        (tmp / "local" / "repos").mkdir(parents=True)
+        for component, requirement in prep.local_wheels:
+            _fetch_wheel(requirement, tmp / "local" / component, python)
+        for component, repo in prep.repos:
+            _copy_repo(repo, tmp / "local" / "repos" / f"{component}.git")
+        (tmp / "PREPARED.json").write_text(json.dumps({"key": prep.key}, indent=1) + "\n")
+        tmp.rename(prep.context)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _fetch_wheel(requirement: str, dest: Path, python: str) -> None:
+    """One wheel for the base's Python with pip (this machine's pip also sees its local wheel folders)."""
+    dest.mkdir(parents=True)
+    argv = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps",
+            "--only-binary=:all:", "--python-version", python, "--implementation", "cp",
+            "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux2014_x86_64", "-d", str(dest), requirement]
+    try:
+        run(argv, capture=True)
+    except CommandFailed as exc:
+        raise StepFailed(f"cannot fetch {requirement} for Python {python}: {exc}. To fix, check the profile's version.") from None
+
+
+def _copy_repo(repo: Path, dest: Path) -> None:
+    if not (repo / "HEAD").exists() and not (repo / ".git").exists():
+        raise StepFailed(f"{repo} is not a git repository. To fix, point the component's repo at a clone or a URL.")
+    shutil.copytree(repo, dest, symlinks=True)
+    for folder in (dest, *dest.rglob("*")):
+        with contextlib.suppress(OSError):
+            folder.chmod(folder.stat().st_mode | 0o200)  # a read-only source must not make the copy unremovable
+
+
+def ensure_standin(prep: Prepare, cache_dir: Path, image_exists) -> str:
+    """A Debian image with Python and pip, made by mmdebstrap and `docker import`; built once per key."""
+    image = standin_image(prep.standin)
+    if image_exists(image):
+        return image
+    spec = dict(prep.standin)
+    key = image.rsplit(":", 1)[1]
+    tar = cache_dir / f"standin-base-{key}.tar"
+    if not tar.exists():
+        partial = cache_dir / f"standin-base-{key}.partial.tar"  # mmdebstrap picks the format from the suffix
+        try:
+            run(["mmdebstrap", "--variant=minbase", "--format=tar", "--include=" + ",".join(spec["packages"]),
+                 spec["suite"], str(partial)], capture=True)
+        except CommandFailed as exc:
+            raise EnvironmentProblem(f"mmdebstrap could not make the stand-in base: {exc}. To fix, check the Debian mirror.") from None
+        partial.rename(tar)
+    # A plain import has no config; give it the PATH every real base image has, so `ENV PATH=...:$PATH` works.
+    run(["docker", "import", "--change", f"ENV PATH={spec['path']}", str(tar), image], capture=True)
+    return image

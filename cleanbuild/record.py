@@ -1,0 +1,85 @@
+"""The build record: everything a run learned, typed and immutable. Each step returns a new record
+(dataclasses.replace); labels, the release reference and the report are pure functions of the plan and it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from . import metadata
+from .engine import EngineFacts
+from .metadata import ImageFacts
+from .plan import Plan
+from .tag import Tag
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    name: str
+    status: str  # passed | failed | skipped | reused
+    seconds: float
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Wheels:
+    image: str
+    image_id: str
+    reused: bool
+    manifest: dict
+    manifest_digest: str
+
+
+@dataclass(frozen=True)
+class BuildRecord:
+    run_id: str
+    started: float  # time.monotonic() at the start
+    started_at: str  # ISO time, for people
+    engine: EngineFacts | None = None
+    prepared: dict | None = None
+    wheels: Wheels | None = None
+    clean_id: str | None = None
+    candidate_id: str | None = None  # the image validation, smoke and tag act on
+    candidate_ref: str | None = None  # its temporary name (build-clean) or the name the user gave
+    patches: dict | None = None
+    validation: dict | None = None
+    smoke: dict | None = None
+    gpu: tuple[dict, ...] | None = None  # the GPUs a GPU step ran on
+    facts: ImageFacts | None = None
+    tag: Tag | None = None
+    release_ref: str | None = None  # set only once the release tag exists
+    steps: tuple[StepRecord, ...] = field(default=())
+
+
+def digest(raw: bytes) -> str:
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+def clean_labels(plan: Plan, record: BuildRecord) -> tuple[tuple[str, str], ...]:
+    """OCI and io.atom-build labels of the clean image: pins, arch, CK mode, the wheels manifest and lock digests."""
+    wheels = record.wheels
+    manifest = wheels.manifest if wheels else {}
+    out = {
+        "org.opencontainers.image.title": "atom-clean",
+        "org.opencontainers.image.base.name": plan.base_image,
+        metadata.label("profile"): plan.profile.name,
+        metadata.label("pinned"): plan.profile.pinned,
+        metadata.label("wheels-image"): plan.wheels.image,
+        metadata.label("wheels-manifest-digest"): wheels.manifest_digest if wheels else "",
+        metadata.label("lock-digest"): str(manifest.get("lock_sha256", "")),
+    }
+    for comp in plan.profile.components:
+        out[metadata.label(f"source.{comp.name}")] = comp.ref()
+    for name, src in (manifest.get("sources") or {}).items():
+        if src:
+            out[metadata.label(f"commit.{name}")] = f"{src.get('sha')} ({src.get('describe')})"
+    for wheel in manifest.get("wheels", []):
+        if wheel.get("component") not in ("deps",):
+            out[metadata.label(f"version.{wheel['name']}")] = str(wheel.get("version", ""))
+    return tuple(sorted(out.items()))
+
+
+def manifest_of(raw: bytes) -> dict:
+    return json.loads(raw)

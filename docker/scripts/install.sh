@@ -1,0 +1,28 @@
+#!/bin/sh
+# install.sh COMMON REQUIREMENTS deps|no-deps [ARCH]: fill /opt/venv from the wheels image, zero compilation.
+# COMMON is /wheels/common (its installer/ and installer.txt hold uv and its hash), ARCH an extra --find-links
+# folder. Every wheel is hash-checked (--require-hashes), binary only, no index. uv installs when the wheels image
+# carries it (pip installs that one file, hash-checked, into /tmp/uv, removed afterwards); pip otherwise. Bytecode
+# is compiled as pip does (the image sets PYTHONDONTWRITEBYTECODE: without .pyc every start would compile). Then
+# the installer's own `pip check` proves the venv consistent. No cache is left behind.
+set -eu
+common=$1 reqs=$2 mode=$3 arch=${4:-}
+links="--find-links $common"
+if [ -n "$arch" ]; then links="$links --find-links $arch"; fi
+nodeps=""
+if [ "$mode" = no-deps ]; then nodeps="--no-deps"; fi
+if [ -s "$common/installer.txt" ]; then
+  pip install --quiet --no-index --no-deps --only-binary=:all: --require-hashes \
+    --find-links "$common/installer" --target /tmp/uv -r "$common/installer.txt"
+  # shellcheck disable=SC2086
+  UV_NO_CACHE=1 UV_LINK_MODE=copy UV_PYTHON_DOWNLOADS=never /tmp/uv/bin/uv --no-config pip install \
+    --python /opt/venv/bin/python --no-index $links --only-binary :all: --require-hashes --compile-bytecode \
+    $nodeps -r "$reqs"
+  /tmp/uv/bin/uv --no-config pip check --python /opt/venv/bin/python
+  rm -rf /tmp/uv
+else
+  # shellcheck disable=SC2086
+  pip install --no-index $links --only-binary=:all: --require-hashes $nodeps -r "$reqs"
+  pip check
+fi
+rm -rf /root/.cache

@@ -1,0 +1,193 @@
+"""Check every patch against upstream's newest code, fetching only the target files.
+
+`python -m patches upstream` is what a maintainer (or a nightly job) runs on a
+connected host: tomorrow's upstream change that breaks a patch becomes a red
+line before anybody builds. Each repository is fetched shallow (depth 1, one
+ref, no tags, no submodules) and, where the server allows it, without blobs:
+only the few target files are then read, so the whole check costs a few
+kilobytes and seconds, not a clone of aiter.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from patches import engine
+from patches.catalog import PATCHES
+
+DEFAULT_SOURCES = {
+    "aiter": "https://github.com/ROCm/aiter.git",
+    "atom": "https://github.com/ROCm/ATOM.git",
+}
+DEFAULT_REF = "HEAD"  # what the server calls its default branch
+GIT_TIMEOUT_S = 300
+
+
+class Unreachable(Exception):
+    """A repository (or git itself) could not be reached: exit 3."""
+
+
+@dataclass(frozen=True)
+class Fetched:
+    repo: str  # "aiter" or "atom": the folder its targets live under
+    source: str
+    ref: str
+    commit: str
+    date: str  # committer date, ISO 8601
+
+    def to_json(self) -> dict:
+        return {
+            "repo": self.repo,
+            "source": self.source,
+            "ref": self.ref,
+            "commit": self.commit,
+            "date": self.date,
+        }
+
+
+@dataclass
+class UpstreamReport:
+    fetched: list[Fetched]
+    report: engine.Report
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.report.drifted else 0
+
+    def fetched_for(self, target: str) -> Fetched | None:
+        repo = target.split("/", 1)[0]
+        return next((f for f in self.fetched if f.repo == repo), None)
+
+    def to_json(self) -> dict:
+        patches = []
+        for result in self.report.results:
+            entry = result.to_json()
+            fetched = self.fetched_for(result.target)
+            entry.update(repo=fetched.repo, commit=fetched.commit, date=fetched.date)
+            patches.append(entry)
+        return {
+            "mode": "upstream",
+            "exit_code": self.exit_code,
+            "repos": [f.to_json() for f in self.fetched],
+            "patches": patches,
+        }
+
+
+def targets_by_repo() -> dict[str, list[str]]:
+    """Every file a patch reads, grouped by the repository it comes from."""
+    found: dict[str, list[str]] = {}
+    for patch in PATCHES:
+        for target in patch.targets:
+            files = found.setdefault(target.split("/", 1)[0], [])
+            if target not in files:
+                files.append(target)
+    return found
+
+
+def check(sources: dict[str, tuple[str, str]]) -> UpstreamReport:
+    """sources: repo ("aiter"/"atom") -> (URL or path, ref). Fetches each one's
+    target files into a temp root and runs every patch's check there."""
+    with tempfile.TemporaryDirectory(prefix="patches-upstream-") as tmp:
+        root, work = Path(tmp) / "root", Path(tmp) / "git"
+        fetched = [
+            fetch(repo, source, ref, targets, root, work / repo)
+            for repo, targets in targets_by_repo().items()
+            for source, ref in [sources[repo]]
+        ]
+        report = engine.run(root, PATCHES, "check")
+    upstream = UpstreamReport(fetched, report)
+    report.results = [_missing_is_drift(upstream, r) for r in report.results]
+    return upstream
+
+
+def _missing_is_drift(upstream: UpstreamReport, result: engine.Result) -> engine.Result:
+    # Upstream's newest code without a target file means the patch lost its anchor.
+    if result.outcome != engine.NOT_PRESENT:
+        return result
+    fetched = upstream.fetched_for(result.target)
+    detail = (
+        f"{result.name}: {result.target}: expected this file in {fetched.repo}@{fetched.commit[:12]} "
+        "(moved or removed upstream?)"
+    )
+    return replace(result, outcome=engine.DRIFTED, detail=detail)
+
+
+def fetch(repo: str, source: str, ref: str, targets: list[str], root: Path, gitdir: Path) -> Fetched:
+    """Fetch ref of source (depth 1, blobs on demand) and write its target files under root."""
+    gitdir.mkdir(parents=True)
+    git = _Git(gitdir, source)
+    git("init", "-q", "--bare", str(gitdir))
+    remote, local = _remote(source)
+    settings = [
+        ("remote.origin.url", remote),
+        # A partial clone: trees now, each blob when it is read (what `clone --filter` sets up).
+        ("remote.origin.promisor", "true"),
+        ("remote.origin.partialclonefilter", "blob:none"),
+        ("core.repositoryformatversion", "1"),
+        ("extensions.partialClone", "origin"),
+    ]
+    if local:
+        # A path the maintainer named may belong to another user; git refuses
+        # such a repository ("dubious ownership") unless told it is trusted.
+        settings.append(("remote.origin.uploadpack", "git -c safe.directory=* upload-pack"))
+    for key, value in settings:
+        git("config", key, value)
+    git(
+        "fetch",
+        "-q",
+        "--depth",
+        "1",
+        "--filter=blob:none",
+        "--no-tags",
+        "--recurse-submodules=no",
+        "origin",
+        ref,
+    )
+    commit, date = git("log", "-1", "--format=%H %cI", "FETCH_HEAD").decode().split()
+    for target in targets:
+        if git("ls-tree", "--name-only", commit, "--", target).strip():  # trees are local
+            (root / target).parent.mkdir(parents=True, exist_ok=True)
+            (root / target).write_bytes(git("cat-file", "blob", f"{commit}:{target}"))
+    return Fetched(repo, source, ref, commit, date)
+
+
+def _remote(source: str) -> tuple[str, bool]:
+    """A URL as it is; a local path made absolute (git resolves it from the temp repo)."""
+    if "://" not in source and Path(source).exists():
+        return str(Path(source).resolve()), True
+    return source, source.startswith("file://")
+
+
+class _Git:
+    """The one place this module runs git: argv only, no prompts, a time limit,
+    and a failure becomes one line naming the repository."""
+
+    def __init__(self, gitdir: Path, source: str):
+        self.gitdir, self.source = gitdir, source
+
+    def __call__(self, *args: str) -> bytes:
+        git = shutil.which("git")
+        if git is None:
+            raise Unreachable("git is not installed (to fix, install git and rerun)")
+        argv = [git, *args] if args[0] == "init" else [git, "--git-dir", str(self.gitdir), *args]
+        # GIT_TERMINAL_PROMPT=0: an unknown or private URL fails instead of asking for a password.
+        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+        try:
+            proc = subprocess.run(argv, capture_output=True, check=False, timeout=GIT_TIMEOUT_S, env=env)  # noqa: S603
+        except subprocess.TimeoutExpired as exc:
+            raise Unreachable(f"{self.source}: git {args[0]} timed out after {GIT_TIMEOUT_S} s") from exc
+        if proc.returncode != 0:
+            why = _first_error(proc.stderr.decode(errors="replace"))
+            raise Unreachable(f"{self.source}: git {args[0]} failed: {why}")
+        return proc.stdout
+
+
+def _first_error(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    fatal = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    return (fatal or lines or ["no output"])[0]

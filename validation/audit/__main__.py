@@ -1,0 +1,5 @@
+import sys
+
+from validation.audit.cli import main
+
+sys.exit(main())

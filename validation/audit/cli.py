@@ -1,0 +1,55 @@
+"""python -m validation.audit --arch X|auto --json OUT [--model DIR|PRESET --tp N ...] [--untuned-csv PATH]
+
+Exit codes: 0 nothing PRESENT, 1 a pitfall is PRESENT, 2 bad input. The JSON report is the host's input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+USAGE_ERROR = 2
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2, no usage dump
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m validation.audit", description="Audit this image for known ATOM/aiter pitfalls.")
+    p.add_argument("--arch", required=True, choices=["gfx942", "gfx950", "auto"], help="the arch the image must serve")
+    p.add_argument("--json", type=Path, metavar="OUT", help="write the report here (default: stdout)")
+    p.add_argument("--model", help="config.json folder or preset, for the tuned-CSV coverage")
+    p.add_argument("--tp", type=int, nargs="+", default=[1], metavar="N", help="tensor-parallel sizes")
+    p.add_argument("--untuned-csv", type=Path, metavar="PATH", help="write the model's untuned shapes here")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from validation.audit.run import audit, image_context
+
+    try:
+        args = build_parser().parse_args(argv)
+        if any(tp < 1 for tp in args.tp):
+            raise UsageError(f"--tp must be >= 1, got {args.tp}")
+    except UsageError as exc:
+        print(f"python -m validation.audit: error: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    report = audit(image_context(args.arch, args.model, tuple(args.tp), args.untuned_csv))
+    text = json.dumps(report, indent=1, default=str) + "\n"
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(text)
+        args.json.chmod(0o644)  # the host user reads it, whoever the container ran as
+    else:
+        sys.stdout.write(text)
+    for f in report["findings"]:
+        print(f"{f['status']:<8} {f['id']:<20} {(f['evidence'] or [''])[0][:110]}", file=sys.stderr)
+    return 1 if report["present"] else 0

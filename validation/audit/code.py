@@ -1,0 +1,89 @@
+"""Pitfalls in aiter's and ATOM's code, read with the patches package's own checks (read-only).
+
+A patch that would change a file means its pitfall is PRESENT; already-applied or upstream-fixed is ok;
+a missing target or drifted code is unknown, with the reason. Nothing is written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from validation.audit import pyenv
+from validation.audit.context import OK, PRESENT, UNKNOWN, Context, Finding
+
+TUNED_GEMM = "tuned-gemm-hipblaslt"
+NO_ASM = "no-asm-gemm-gfx950"
+JIT_CORE = "jit-core-runtime-error"
+CK_FREE = "atom-ck-free-triton-gemm"
+VERDICT = {"applied": "patch would apply", "already-applied": "patched", "upstream-fixed": "fixed upstream",
+           "not-present": "not found", "drifted": "code drifted"}
+STATUS_OF = {"applied": PRESENT, "already-applied": OK, "upstream-fixed": OK, "not-present": UNKNOWN,
+             "drifted": UNKNOWN}
+
+
+def patch_checks(ctx: Context) -> dict[str, dict]:
+    """name -> {"outcome", "detail", "file"} for every patch, each checked against its package's folder."""
+    if "patches" in ctx.cache:
+        return ctx.cache["patches"]
+    try:
+        from patches import engine
+        from patches.catalog import PATCHES
+    except ImportError as exc:
+        ctx.cache["patches"] = {"": {"outcome": "unavailable", "detail": f"patches package not importable ({exc})"}}
+        return ctx.cache["patches"]
+    results: dict[str, dict] = {}
+    groups: dict[Path, list] = {}
+    for patch in PATCHES:
+        package = patch.target.split("/", 1)[0]
+        where = pyenv.locate(ctx, package)
+        if where is None:
+            results[patch.name] = {"outcome": "not-present", "detail": f"{package} not found in this image's Python"}
+            continue
+        groups.setdefault(where.root, []).append(patch)
+    for root, patches in groups.items():
+        for r in engine.run(root, patches, "check").results:
+            results[r.name] = {"outcome": r.outcome, "detail": r.detail, "file": ctx.shown(root / r.target)}
+    ctx.cache["patches"] = results
+    return results
+
+
+def _from_patch(ctx: Context, name: str, finding: Finding) -> Finding:
+    checks = patch_checks(ctx)
+    result = checks.get(name) or checks.get("") or {"outcome": "not-present", "detail": "not checked"}
+    outcome = result["outcome"]
+    finding.status = STATUS_OF.get(outcome, UNKNOWN)
+    where = f"{result['file']}; " if result.get("file") else ""
+    finding.evidence.append(f"{VERDICT.get(outcome, outcome)}: {result['detail']} ({where}patch {name})")
+    return finding
+
+
+def tuned_gemm_default(ctx: Context) -> Finding:
+    f = Finding("tuned-gemm-default", "untuned GEMM shapes fall back to hipBLASLt, not torch", OK,
+                fix="apply patch tuned-gemm-hipblaslt (invoke patch --image IMAGE), or rebuild with invoke build-clean")
+    return _from_patch(ctx, TUNED_GEMM, f)
+
+
+def asm_gemm_gfx950(ctx: Context) -> Finding:
+    f = Finding("asm-gemm-gfx950", "ASM GEMM cannot be selected on gfx950", OK,
+                fix="apply patch no-asm-gemm-gfx950 (ASM a16w16 GEMM is not validated on gfx950)")
+    if ctx.arch == "gfx942":
+        f.evidence.append(f"not applicable: the target is gfx942 ({ctx.arch_source}); the patch only acts on gfx950")
+        return f
+    _from_patch(ctx, NO_ASM, f)
+    if ctx.arch is None and f.status == PRESENT:
+        f.status = UNKNOWN
+        f.evidence.append(f"target arch unknown ({ctx.arch_source}): present only if this image runs on gfx950")
+    return f
+
+
+def jit_core(ctx: Context) -> Finding:
+    f = Finding("jit-systemexit", "a failed aiter JIT build raises RuntimeError, not SystemExit", OK,
+                fix="apply patch jit-core-runtime-error (SystemExit bypasses `except Exception` fallbacks)")
+    return _from_patch(ctx, JIT_CORE, f)
+
+
+def atom_honours_ck_free(ctx: Context) -> tuple[bool | None, str]:
+    """Whether ATOM's use_triton_gemm() reads ATOM_CK_FREE (None: cannot tell), with the evidence line."""
+    probe = _from_patch(ctx, CK_FREE, Finding("", "", OK))
+    honours = {OK: True, PRESENT: False}.get(probe.status)
+    return honours, probe.evidence[0]
