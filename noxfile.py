@@ -1,4 +1,4 @@
-"""Nox sessions: tests (the README's test command), lint, validate (inside an image or on this host)."""
+"""Nox sessions: tests (the everyday tier), integration (real engine, builds), lint, validate, upstream."""
 
 from __future__ import annotations
 
@@ -18,11 +18,21 @@ def _install(session: nox.Session, *groups: str) -> None:
     session.install("-e", ".", *nox.project.dependency_groups(PYPROJECT, *groups))
 
 
+def _pytest(session: nox.Session, marker: str, default: list[str]) -> None:
+    _install(session, "test", "validation")
+    session.run("pytest", "-m", marker, *(session.posargs or default))
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Run the test suite (Docker-marked tests need a running engine; with CI=true a missing one fails)."""
-    _install(session, "test", "validation")
-    session.run("pytest", *(session.posargs or ["tests/"]))
+    """The everyday tier: host logic, patches on every real upstream snapshot, validation on the CPU (no engine)."""
+    _pytest(session, "not docker", ["tests/"])
+
+
+@nox.session
+def integration(session: nox.Session) -> None:
+    """The second tier: real Docker engine and BuildKit builds of the offline profile, pipeline, audit, registry."""
+    _pytest(session, "docker", ["tests/"])
 
 
 @nox.session
@@ -30,13 +40,12 @@ def lint(session: nox.Session) -> None:
     """ruff on the Python, hadolint on docker/Dockerfile.*."""
     _install(session, "lint")
     session.run("ruff", "check", ".")
-    dockerfiles = sorted(str(p) for p in Path("docker").glob("Dockerfile.*"))
-    session.run("hadolint", *dockerfiles)
+    session.run("hadolint", *sorted(str(p) for p in Path("docker").glob("Dockerfile.*")))
 
 
 @nox.session
 def validate(session: nox.Session) -> None:
-    """Run the validation kernels inside a built image (-- --image TAG) or on this host (-- --host)."""
+    """Run the validation kernels inside a built image (-- --image TAG) or on this host (-- --host ARGS)."""
     args = list(session.posargs)
     if "--host" in args:
         args.remove("--host")
@@ -44,6 +53,13 @@ def validate(session: nox.Session) -> None:
         session.run("python", "-m", "validation", *(args or ["--arch", "auto"]))
         return
     if "--image" not in args:
-        session.error("Usage: nox -s validate -- --image TAG [--arch gfx942|gfx950] [--device cpu|cuda]  |  -- --host [ARGS]")
+        session.error("Usage: nox -s validate -- --image TAG [--arch X] [--device cpu|cuda] [--gpu N] [-- VALIDATION ARGS]"
+                      "  |  -- --host [ARGS]")
     session.install("-e", ".")
-    session.run("python", "-m", "cleanbuild.validate_image", *args)
+    session.run("python", "-m", "cleanbuild.validate_cli", *args)
+
+
+@nox.session(python=False)
+def upstream(session: nox.Session) -> None:
+    """Every patch against the newest upstream main (GitHub by default): tomorrow's drift, today, in one command."""
+    session.run("python3", "-m", "patches", "upstream", *session.posargs)

@@ -52,10 +52,13 @@ COMMON_HELP = {
     "profile": "build profile: default (real ROCm host), offline (CPU stand-in), or a .toml path",
     "set": "override one profile entry, KEY=VALUE (repeatable), e.g. components.aiter.ref=0123abc",
     "builder": "buildx builder to build on (e.g. a remote BuildKit)",
-    "ca_bundle": "PEM CA bundle for TLS-intercepting proxies, passed as a BuildKit secret (never a layer)",
+    "ca_bundle": "PEM CA bundle for pip/apt/git inside builds, as a BuildKit secret (never a layer); default auto: "
+                 "what this host trusts; none: no bundle",
     "progress": "BuildKit progress output: auto, plain, tty, quiet",
     "gpu": "GPU indices for GPU steps, e.g. 0 or 0,1 (default: every GPU; invoke.yaml cleanbuild.gpus)",
     "user_id": "run GPU containers as this user (UID[:GID]); default: the image's user",
+    "registry": "image name prefix HOST[:PORT]/PATH: with a host, images are pulled and pushed there by content key "
+                "(default: invoke.yaml cleanbuild.registry, atom-build)",
     "dry_run": "print what would run, run nothing",
     "debug": "show the traceback on failure",
 }
@@ -116,26 +119,26 @@ def plan(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca_b
                                ca_bundle=ca_bundle, model=model), _conf(c), as_json=json_)
 
 
-@task(iterable=["set"], help=_help("arch", "ck_free", "profile", "set", "builder", "ca_bundle", "progress",
+@task(iterable=["set"], help=_help("arch", "ck_free", "profile", "set", "builder", "ca_bundle", "progress", "registry",
                                    "dry_run", "debug", export="write the wheels and manifest.json to this new folder",
                                    rebuild="build even when an image with the same content key exists"))
 @_guard
 def wheels(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca_bundle=None,  # noqa: A002
-           progress=None, export=None, rebuild=False, dry_run=False, debug=False):
-    """Build (or reuse) the wheels image: every dependency built once, with a manifest."""
+           progress=None, registry=None, export=None, rebuild=False, dry_run=False, debug=False):
+    """Build (or reuse, here or from the registry) the wheels image: every dependency built once, with a manifest."""
     commands.wheels(_inputs(arch=arch, ck_free=ck_free, profile=profile, set=set, builder=builder,
-                            ca_bundle=ca_bundle, progress=progress), _conf(c),
+                            ca_bundle=ca_bundle, progress=progress, registry=registry), _conf(c),
                     export=Path(export) if export else None, rebuild=rebuild, dry_run=dry_run)
 
 
 @task(iterable=["set"], help=_help("arch", "ck_free", "profile", "set", "builder", "ca_bundle", "progress",
-                                   "dry_run", "debug"))
+                                   "registry", "dry_run", "debug"))
 @_guard
 def clean(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca_bundle=None,  # noqa: A002
-          progress=None, dry_run=False, debug=False):
+          progress=None, registry=None, dry_run=False, debug=False):
     """Build the clean runtime image from the (reused or built) wheels image: zero compilation."""
     commands.clean(_inputs(arch=arch, ck_free=ck_free, profile=profile, set=set, builder=builder,
-                           ca_bundle=ca_bundle, progress=progress), _conf(c), dry_run=dry_run)
+                           ca_bundle=ca_bundle, progress=progress, registry=registry), _conf(c), dry_run=dry_run)
 
 
 @task(iterable=["only"], help={"src": "patch a source checkout or site-packages folder in place",
@@ -168,17 +171,32 @@ def tag(c, image, user=None, dry_run=False, debug=False):
 
 
 @task(iterable=["set"], help=_help("arch", "ck_free", "profile", "set", "builder", "ca_bundle", "progress", "gpu",
-                                   "user_id", "dry_run", "debug", model="model folder for the 10-token smoke test",
+                                   "user_id", "registry", "dry_run", "debug",
+                                   model="model folder for the 10-token smoke test",
                                    allow_no_smoke="tag the release even without a smoke test",
                                    user="user part of the tag (default: login name)"))
 @_guard
 def build_clean(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca_bundle=None,  # noqa: A002
-                progress=None, model=None, allow_no_smoke=False, user=None, gpu=None, user_id=None, dry_run=False,
-                debug=False):
+                progress=None, model=None, allow_no_smoke=False, user=None, gpu=None, user_id=None, registry=None,
+                dry_run=False, debug=False):
     """The whole pipeline: preflight, prepare, wheels, clean, patch, validate, smoke, tag, report."""
     commands.build_clean(_inputs(arch=arch, ck_free=ck_free, profile=profile, set=set, builder=builder,
                                  ca_bundle=ca_bundle, progress=progress, model=model, allow_no_smoke=allow_no_smoke,
-                                 user=user, gpu=gpu, user_id=user_id), _conf(c), dry_run=dry_run)
+                                 user=user, gpu=gpu, user_id=user_id, registry=registry), _conf(c), dry_run=dry_run)
+
+
+@task(iterable=["set"], help=_help("profile", "set", "gpu", "user_id", "registry", "debug",
+                                   ref="the pushed candidate: REGISTRY/candidate:TAG or REPO@sha256:DIGEST",
+                                   arch="this node's arch (default: detected); the image must be built for it",
+                                   model="model folder for the 10-token smoke test",
+                                   allow_no_smoke="promote even without a smoke test",
+                                   user="user part of the tag (default: login name)"))
+@_guard
+def promote(c, ref, arch=None, profile=None, set=None, model=None, allow_no_smoke=False, user=None, gpu=None,  # noqa: A002
+            user_id=None, registry=None, debug=False):
+    """On a GPU node: pull by digest, validate and smoke-test here, then push the release tag and the report."""
+    commands.promote(ref, _inputs(arch=arch, profile=profile, set=set, model=model, allow_no_smoke=allow_no_smoke,
+                                  user=user, gpu=gpu, user_id=user_id, registry=registry), _conf(c))
 
 
 @task(help={"tag": "release tag or image reference", "debug": COMMON_HELP["debug"]})
@@ -232,7 +250,7 @@ def audit(c, image, arch=None, model=None, tp=None, json_=False, report=None, de
         raise Exit(code=result.exit_code)
 
 
-ns = Collection(arch, plan, wheels, clean, patch, smoke, tag, build_clean, report, pins, lock, audit)
+ns = Collection(arch, plan, wheels, clean, patch, smoke, tag, build_clean, promote, report, pins, lock, audit)
 ns.configure({"cleanbuild": {}})
 
 if __name__ == "__main__":  # pragma: no cover - `python tasks.py` is not how this is run

@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .errors import BuildFailed, StepFailed, UsageError
-from .plan import BuildSpec, Options, check_build_args
+from .plan import BuildSpec, Options, cache_flags, check_build_args
 from .run import quote, run_logged
 
 
@@ -25,7 +25,7 @@ def build(spec: BuildSpec, options: Options, *, labels: tuple[tuple[str, str], .
     iid.parent.mkdir(parents=True, exist_ok=True)
     iid.unlink(missing_ok=True)
     argv = spec.argv(builder=options.builder, progress=options.progress, ca_bundle=options.ca_bundle, iidfile=iid,
-                     labels=labels)
+                     labels=labels, cache=cache_flags(spec, options) if spec.step in ("wheels", "clean") else ())
     log = run_dir / f"{spec.step}.log"
     code = run_logged(argv, log, show=show)
     if code != 0:

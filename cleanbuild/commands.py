@@ -215,13 +215,14 @@ def patch(*, src: str | None, image: str | None, only: tuple[str, ...], check: b
     if dry_run:
         print(buildx.describe(plan.patch, plan.options))
         return None
-    pipeline.run(plan, cli, ("preflight", "patch"), rec, patch_only=only, failed_report=False,
-                 temporary_candidate=False)
+    pipeline.run(plan, cli, ("preflight", "patch"), rec, patch_only=only, failed_report=False)
     console.print(f"[green]✓[/green] patched image {target}")
     return None
 
 
 def _patch_folder(root: Path, only: tuple[str, ...], mode: str) -> None:
+    if not root.is_dir():  # bad input (exit 2), not the patches CLI's exit 2 for drift below
+        raise UsageError(f"--src {root} is not a folder. To fix, pass a source checkout or a site-packages folder.")
     argv = [sys.executable, "-m", "patches", mode, "--root", str(root.resolve()), *[x for n in only for x in ("--only", n)]]
     code = run(argv, check=False, cwd=REPO_ROOT).returncode
     if code == 2:
@@ -230,6 +231,33 @@ def _patch_folder(root: Path, only: tuple[str, ...], mode: str) -> None:
         raise StepFailed(f"patches check: something under {root} would change (see above).")
     if code:
         raise StepFailed(f"patches {mode} exited {code}.")
+
+
+def promote(ref: str, inputs: Inputs, config) -> BuildRecord:
+    """On a GPU node: pull by digest, validate and smoke-test that image here, then tag and push the release (by
+    digest: what was validated is what is tagged) and the report. A node of another arch refuses (exit 2)."""
+    cli = engine.client()
+    image_id = engine.pull(cli, ref)
+    if image_id is None:
+        raise UsageError(f"{ref} is not in its registry. To fix, push it (build-clean with a registry) or pass the reference it printed.")
+    digest = ref.split("@", 1)[1] if "@" in ref else _digest_of(cli, ref)
+    image_arch, _ = metadata.image_labels(engine.inspect(cli, image_id).get("Config", {}).get("Labels"))
+    node = inputs.arch or resolve(None, host_runner).arch.value
+    if image_arch and Arch.parse(node).value != image_arch:
+        raise UsageError(f"this node is {Arch.parse(node).value} and {ref} is built for {image_arch}. To fix, promote it on a {image_arch} node.")
+    plan, rec = image_plan(ref, replace(inputs, arch=image_arch or node), config, cli)
+    rec = replace(rec, candidate_id=image_id, candidate_digest=digest)
+    rec = pipeline.run(plan, cli, ("preflight", "validate", "smoke", "tag", "report", "push"), rec)
+    console.print(steps_table(f"promote {ref}", rec.steps))
+    return rec
+
+
+def _digest_of(cli, ref: str) -> str:
+    repo = ref.rsplit(":", 1)[0] if ":" in ref.rsplit("/", 1)[-1] else ref
+    for entry in engine.repo_digests(cli, ref):
+        if entry.split("@", 1)[0] == repo:
+            return entry.split("@", 1)[1]
+    raise StepFailed(f"{ref} has no registry digest after the pull. To fix, promote it by digest (REPO@sha256:...).")
 
 
 def print_report(ref: str) -> None:

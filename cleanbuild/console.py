@@ -9,7 +9,7 @@ from rich.table import Table
 
 # Not a terminal (CI, a log file): plain lines, wide enough that image names and argv are not wrapped.
 console = Console(stderr=True, highlight=False, force_terminal=None if sys.stderr.isatty() else False,
-                  width=None if sys.stderr.isatty() else 200)
+                  width=None if sys.stderr.isatty() else 200, soft_wrap=True)
 MARKS = {"passed": "[green]✓[/green]", "reused": "[green]✓[/green]", "skipped": "[yellow]–[/yellow]",
          "failed": "[red]✕[/red]"}
 

@@ -232,3 +232,54 @@ def largest_layers(cli, image: str, count: int = 5) -> list[dict]:
 def layers(cli, image: str) -> list[str]:
     """The image's layer digests (RootFS), bottom first: what two images share is stored and shipped once."""
     return list(cli.api.inspect_image(image).get("RootFS", {}).get("Layers", []))
+
+
+def registry_host(ref: str) -> str | None:
+    """The registry host of an image reference, Docker's rule: a first component with '.' or ':', or localhost."""
+    first, sep, _ = ref.partition("/")
+    return first if sep and ("." in first or ":" in first or first == "localhost") else None
+
+
+def _split(ref: str) -> tuple[str, str]:
+    if "@" in ref:
+        return ref.split("@", 1)[0], ref.split("@", 1)[1]
+    repo, _, tag = ref.rpartition(":")
+    return (repo, tag) if repo and "/" not in tag else (ref, "latest")
+
+
+@_boundary
+def pull(cli, ref: str) -> str | None:
+    """Pull ref from its registry: the image ID, or None when the registry does not have it. Credentials come from
+    Docker's own config and credential helpers (the SDK reads them); nothing of them is printed or stored here."""
+    import docker
+
+    repo, tag = _split(ref)
+    try:
+        image = cli.images.pull(repo, tag=tag)
+    except docker.errors.NotFound:
+        return None
+    except docker.errors.APIError as exc:
+        if "manifest unknown" in _explain(exc) or "not found" in _explain(exc).lower():
+            return None
+        raise
+    return image.id
+
+
+@_boundary
+def push(cli, ref: str) -> str:
+    """Push ref; returns the manifest digest the registry stored. A failed push (the registry went away) is one
+    line; the registry only creates the tag once every blob and the manifest arrived, so no half-tagged image."""
+    repo, tag = _split(ref)
+    digest = None
+    for line in cli.images.push(repo, tag=tag, stream=True, decode=True):
+        if "error" in line:
+            raise StepFailed(f"push of {ref} failed: {' '.join(str(line['error']).split())[:300]}. To fix, check the registry and retry.")
+        digest = (line.get("aux") or {}).get("Digest", digest)
+    if digest is None:
+        raise StepFailed(f"push of {ref} reported no digest. To fix, check the registry.")
+    return digest
+
+
+@_boundary
+def repo_digests(cli, ref: str) -> list[str]:
+    return list(cli.api.inspect_image(ref).get("RepoDigests") or [])

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from validation.archs import CK_MODES
+from validation.archs import ARCHS, CK_MODES
 
 from .errors import UsageError
 from .versions import normalise, rocm_version
@@ -86,6 +86,8 @@ def read_versions(data: object, where: str) -> ImageFacts:
         raise UsageError(f"{where}: versions.json lacks or mangles {exc}. To fix, rebuild the image with build-clean.") from None
     if facts.ck_mode not in CK_MODES:
         raise UsageError(f"{where}: versions.json ck_mode {facts.ck_mode!r} is not one of {', '.join(CK_MODES)}.")
+    if facts.arch not in ARCHS:  # the release repository is named after it: never a free-form string
+        raise UsageError(f"{where}: versions.json arch {facts.arch!r} is not one of {', '.join(ARCHS)}.")
     return facts
 
 

@@ -28,6 +28,7 @@ from .errors import CleanBuildError, StepFailed, UsageError
 from .gitrepo import SHA, Repo
 from .imports import Tree, unresolved
 from .profiles import Profile
+from .profiles import _sibling as parent_file
 
 PATCH_TARGETS = ("aiter/tuned_gemm.py", "aiter/jit/core.py", "atom/model_ops/linear.py", "atom/utils/envs.py")
 FLYDSL = re.compile(r"""^FLYDSL_VERSION\s*=\s*["']flydsl==([^"']+)["']""", re.MULTILINE)
@@ -254,12 +255,13 @@ def _defining_file(profile: Profile, component: str) -> Path:
     file = profile.file
     while True:
         text = file.read_text()
-        if re.search(rf"^\[components\.{component}\][^\[]*?^ref\s*=", text, re.MULTILINE | re.DOTALL):
+        # The table's lines up to the next table header (a '[' inside a comment or a value is not one).
+        if re.search(rf"^\[components\.{component}\]\n(?:(?!^\[).)*?^ref\s*=", text, re.MULTILINE | re.DOTALL):
             return file
         parent = re.search(r'^inherits\s*=\s*"([^"]+)"', text, re.MULTILINE)
         if not parent:
             raise UsageError(f"no profile file in {profile.file}'s chain pins components.{component}.ref.")
-        file = file.parent / parent.group(1) if parent.group(1).endswith(".toml") else file.parent / f"{parent.group(1)}.toml"
+        file = parent_file(file, parent.group(1))  # the rule profiles.load follows: beside it, else a built-in
 
 
 def rewrite_ref(text: str, component: str, old: str, new: str, note: str) -> str:
@@ -299,4 +301,4 @@ def _write_with_locks(file: Path, old: str, new: str, reload) -> None:
 
 def _inherits(child: Path, parent: Path) -> bool:
     m = re.search(r'^inherits\s*=\s*"([^"]+)"', child.read_text(), re.MULTILINE)
-    return bool(m) and (child.parent / (m.group(1) if m.group(1).endswith(".toml") else f"{m.group(1)}.toml")) == parent
+    return bool(m) and parent_file(child, m.group(1)).resolve() == parent.resolve()

@@ -1,8 +1,8 @@
 """The executor: runs a sequence of steps (cleanbuild.steps) against a plan, then cleans up, pass or fail.
 
 build-clean runs every step; a single-step task runs the steps it needs. A failure or Ctrl-C leaves no release
-tag: the candidate gets a `<run-id>-failed` tag, temporary names and every container carrying the run's label
-are removed, and a failed report is written. Cleanup runs with SIGINT held back, so a second Ctrl-C cannot stop
+tag: the candidate gets a `<run-id>-failed` tag, every container carrying the run's label is removed, a release tag
+already applied is removed, and a failed report is written. Cleanup runs with SIGINT held back, so a second Ctrl-C cannot stop
 it half-way, and it reports what it actually did.
 """
 
@@ -29,8 +29,10 @@ def new_record(plan: Plan, **known) -> BuildRecord:
 
 
 def run(plan: Plan, cli, names: Iterable[str], rec: BuildRecord | None = None, *, rebuild: bool = False,
-        patch_only: tuple[str, ...] = (), failed_report: bool = True, temporary_candidate: bool = True) -> BuildRecord:
-    ctx = Ctx(plan, cli, Journal(), rebuild=rebuild, patch_only=patch_only, temporary_candidate=temporary_candidate)
+        patch_only: tuple[str, ...] = (), failed_report: bool = True) -> BuildRecord:
+    names = tuple(names)
+    ctx = Ctx(plan, cli, Journal(), rebuild=rebuild, patch_only=patch_only,
+              builds=bool({"prepare", "wheels", "clean"} & set(names)))
     rec = rec or new_record(plan)
     try:
         for name in names:
@@ -42,8 +44,6 @@ def run(plan: Plan, cli, names: Iterable[str], rec: BuildRecord | None = None, *
         notes = _cleanup(ctx, getattr(exc, "failed_record", rec), failed_report, str(exc))
         console.print(f"[red]{notes}[/red]")
         raise
-    with _sigint_held():
-        _remove_temporary(ctx)
     return rec
 
 
@@ -56,7 +56,8 @@ def _step(ctx: Ctx, rec: BuildRecord, name: str) -> BuildRecord:
         detail = (str(exc).splitlines() or [type(exc).__name__])[0]
         step = StepRecord(name, "failed", time.monotonic() - start, detail)
         step_done(name, "failed", step.seconds, detail)
-        exc.failed_record = replace(rec, steps=(*rec.steps, step))  # type: ignore[attr-defined]
+        partial = getattr(exc, "partial", rec)  # what the step learned before it failed (validation's report)
+        exc.failed_record = replace(partial, steps=(*rec.steps, step))  # type: ignore[attr-defined]
         raise
     step = StepRecord(name, status, time.monotonic() - start, detail)
     step_done(name, status, step.seconds, detail)
@@ -82,7 +83,7 @@ def _cleanup(ctx: Ctx, rec: BuildRecord, failed_report: bool, why: str) -> str:
     """Undo what a failed run left: containers, the release tag, temporary names; keep the candidate as -failed."""
     done, problems = [], []
     with _sigint_held() as pressed:
-        for action in (_remove_containers, _remove_release, _keep_failed, _remove_temporary):
+        for action in (_remove_containers, _remove_release, _keep_failed):
             try:
                 note = action(ctx, rec)
                 if note:
@@ -115,14 +116,8 @@ def _remove_release(ctx: Ctx, rec: BuildRecord) -> str | None:
 
 
 def _keep_failed(ctx: Ctx, rec: BuildRecord) -> str | None:
-    """Only a candidate this run built: a user's image given to `nox -s validate` keeps its own names."""
-    if not rec.candidate_id or rec.candidate_ref not in ctx.journal.temporary_refs:
+    """Only build-clean's candidate: a user's image given to `nox -s validate` keeps its own names."""
+    if not rec.candidate_id or rec.candidate_ref != ctx.plan.patch.image:
         return None
     ref = engine.tag(ctx.cli, rec.candidate_id, ctx.plan.release_repo, f"{rec.run_id}-failed")
     return f"candidate kept as {ref}; logs in {ctx.plan.options.run_dir}"
-
-
-def _remove_temporary(ctx: Ctx, rec: BuildRecord | None = None) -> str | None:
-    removed = [ref for ref in ctx.journal.temporary_refs if engine.untag(ctx.cli, ref)]
-    ctx.journal.temporary_refs.clear()
-    return f"removed temporary names {', '.join(removed)}" if removed else None

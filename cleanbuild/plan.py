@@ -47,6 +47,13 @@ class Options:
     validation_device: str | None = None  # `nox -s validate --device`: overrides the profile's
     gpus: tuple[int, ...] | None = None  # --gpu: the GPUs GPU steps get (None: all)
     container_user: str | None = None  # --user for GPU containers (None: the image's user)
+    cache: str = "auto"  # build cache through the registry: auto (inline when the registry is remote), inline, registry, none
+
+    @property
+    def remote(self) -> bool:
+        """A registry prefix with a host (registry.example:5000/atom-build): images are pulled and pushed there."""
+        first, sep, _ = self.registry.partition("/")
+        return bool(sep) and ("." in first or ":" in first or first == "localhost")
 
     @property
     def run_dir(self) -> Path:
@@ -69,11 +76,11 @@ class BuildSpec:
     image: str
 
     def argv(self, *, builder: str | None, progress: str, ca_bundle: Path | None, iidfile: Path | None = None,
-             labels: tuple[tuple[str, str], ...] = (), load: bool = True) -> list[str]:
+             labels: tuple[tuple[str, str], ...] = (), load: bool = True, cache: tuple[str, ...] = ()) -> list[str]:
         argv = ["docker", "buildx", "build"]
         if builder:
             argv += ["--builder", builder]
-        argv += ["--progress", progress, "--network", "host", "-f", str(self.dockerfile)]
+        argv += ["--progress", progress, "--network", "host", "-f", str(self.dockerfile), *cache]
         argv += ["--load"] if load else []
         if self.target:
             argv += ["--target", self.target]
@@ -162,6 +169,8 @@ def make_plan(profile: Profile, options: Options) -> Plan:
                   "ENABLE_CK": "0" if options.ck_free else "1"}
     clean_key = content_key(DOCKER_DIR / "Dockerfile.clean", clean_args, profile.python, "")
     clean_image = f"{options.registry}/clean:{stem}-{clean_key[:12]}"
+    patch_key = content_key(DOCKER_DIR / "Dockerfile.patch", {"IMAGE": clean_image}, profile.python,
+                            _tree_digest(REPO_ROOT / "patches"))
     smoke, skip = _smoke(profile, options)
     return Plan(
         profile=profile, options=options, base_image=base, prepare=prep,
@@ -169,7 +178,7 @@ def make_plan(profile: Profile, options: Options) -> Plan:
                          tuple(sorted(wheels_args.items())), wheels_image),
         clean=BuildSpec("clean", DOCKER_DIR / "Dockerfile.clean", options.repo_root, "clean",
                         tuple(sorted(clean_args.items())), clean_image),
-        patch=patch_build(clean_image, f"{options.registry}/candidate:{stem}-{options.run_id}"),
+        patch=patch_build(clean_image, f"{options.registry}/candidate:{stem}-{patch_key[:12]}"),
         validate=_validate(profile, options), smoke=smoke, smoke_skip_reason=skip,
         release_repo=metadata.release_repo(options.registry, options.arch.value, options.ck_mode),
         wheels_key=wheels_key,
@@ -293,6 +302,21 @@ def smoke_run(profile: Profile, options: Options) -> RunSpec:
                  "--min-tokens", str(conf.get("min_tokens", 10)), *(["--", *command] if command else [])),
         mounts=((str(options.model), "/model", "ro"),), gpu=bool(conf.get("gpu", True)), run_id=options.run_id,
     )
+
+
+def cache_flags(spec: BuildSpec, options: Options) -> tuple[str, ...]:
+    """Build cache through the registry. The docker driver (the engine's own BuildKit) can only export the cache
+    inline, in the image it pushes (the final image's layers); a docker-container or remote builder can export
+    every stage's cache to the registry (mode=max). Each build reads the content-keyed image and its stem's
+    `-latest` tag, so a changed key still starts from the last build's layers."""
+    if options.cache == "none" or (options.cache == "auto" and not options.remote):
+        return ()
+    repo, _, tag = spec.image.rpartition(":")
+    stem = tag.rsplit("-", 1)[0]
+    if options.cache == "registry":
+        ref = f"type=registry,ref={repo}:{stem}-buildcache"
+        return ("--cache-from", ref, "--cache-to", f"{ref},mode=max")
+    return ("--cache-to", "type=inline", "--cache-from", spec.image, "--cache-from", f"{repo}:{stem}-latest")
 
 
 def patch_build(image: str, tag: str, only: tuple[str, ...] = ()) -> BuildSpec:

@@ -42,7 +42,8 @@ class BuildRecord:
     wheels: Wheels | None = None
     clean_id: str | None = None
     candidate_id: str | None = None  # the image validation, smoke and tag act on
-    candidate_ref: str | None = None  # its temporary name (build-clean) or the name the user gave
+    candidate_ref: str | None = None  # its content-keyed name (build-clean) or the name the user gave
+    candidate_digest: str | None = None  # promote: the registry manifest digest that was pulled and validated
     patches: dict | None = None
     validation: dict | None = None
     smoke: dict | None = None

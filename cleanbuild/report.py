@@ -50,8 +50,13 @@ def build(plan: Plan, rec: BuildRecord, cli, *, failed: bool, error: str | None 
 def _substitutes(plan: Plan) -> list[str]:
     if not plan.profile.offline:
         return []
-    return [line.strip("# ").strip() for line in plan.profile.file.read_text().splitlines()[:20]
-            if line.startswith("#   ")]
+    subs: list[str] = []
+    for line in plan.profile.file.read_text().splitlines()[:20]:
+        if line.startswith("#    ") and subs:  # indented further: the entry above goes on
+            subs[-1] += " " + line.strip("# ").strip()
+        elif line.startswith("#   "):
+            subs.append(line.strip("# ").strip())
+    return subs
 
 
 def _facts(rec: BuildRecord) -> dict | None:

@@ -23,14 +23,14 @@ from .profiles import Profile, load, parse_sets
 from .tag import today
 
 DEFAULTS: dict[str, object] = {
-    "profile": "default", "registry": "atom-build", "builder": None, "ca_bundle": None, "progress": "auto",
+    "profile": "default", "registry": "atom-build", "builder": None, "ca_bundle": "auto", "progress": "auto",
     "user": None, "overrides": {}, "cache_dir": None, "gpus": None, "container_user": None,
-    "push": False, "cache_registry": None,
+    "cache": "auto",
 }
 TYPES: dict[str, tuple[type, ...]] = {
     "profile": (str,), "registry": (str,), "builder": (str,), "ca_bundle": (str,), "progress": (str,),
     "user": (str,), "overrides": (dict,), "cache_dir": (str,), "gpus": (str, int), "container_user": (str, int),
-    "push": (bool,), "cache_registry": (str,),
+    "cache": (str,),
 }
 # host[:port]/path, lower case (Docker's reference grammar, without the tag).
 REGISTRY = re.compile(r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*$")
@@ -77,6 +77,7 @@ class Inputs:
     gpus: str | None = None
     container_user: str | None = None
     device: str | None = None
+    registry: str | None = None
 
 
 def load_profile(inputs: Inputs, config: Mapping[str, object]) -> Profile:
@@ -101,18 +102,33 @@ def cache_dir(config: Mapping[str, object]) -> Path:
     return Path(str(value)).resolve() if value else REPO_ROOT / ".cache"
 
 
-def registry(config: Mapping[str, object]) -> str:
-    value = str(pick(None, config, "registry"))
+def registry(config: Mapping[str, object], flag: str | None = None) -> str:
+    value = str(pick(flag, config, "registry"))
     if not REGISTRY.match(value):
         raise UsageError(f"registry {value!r} is not a valid image repository prefix (host[:port]/path, lower case). To fix, correct cleanbuild.registry in invoke.yaml.")
     return value
 
 
+HOST_BUNDLES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt")
+
+
+def ca_bundle(value: object) -> Path | None:
+    """auto (the default): what this host trusts (SSL_CERT_FILE, else the system bundle), so builds behind a
+    TLS-intercepting proxy work where the host does; none: no bundle; else a PEM file."""
+    text = str(value or "auto")
+    if text == "none":
+        return None
+    if text == "auto":
+        found = [p for p in (os.environ.get("SSL_CERT_FILE"), *HOST_BUNDLES) if p and Path(p).is_file()]
+        return Path(found[0]).resolve() if found else None
+    if not Path(text).is_file():
+        raise UsageError(f"--ca-bundle {text} is not a file. To fix, pass the PEM bundle your proxy's CA is in (or none).")
+    return Path(text).resolve()
+
+
 def options(inputs: Inputs, config: Mapping[str, object], *, arch: Arch | None = None) -> Options:
     chosen = arch or resolve(inputs.arch, host_runner).arch
-    ca = pick(inputs.ca_bundle, config, "ca_bundle")
-    if ca and not Path(str(ca)).is_file():
-        raise UsageError(f"--ca-bundle {ca} is not a file. To fix, pass the PEM bundle your proxy's CA is in.")
+    ca = ca_bundle(pick(inputs.ca_bundle, config, "ca_bundle"))
     model = Path(inputs.model).resolve() if inputs.model else None
     if model and not model.is_dir():
         raise UsageError(f"--model {inputs.model} is not a folder. To fix, pass a model folder (config.json and weights).")
@@ -123,11 +139,14 @@ def options(inputs: Inputs, config: Mapping[str, object], *, arch: Arch | None =
         raise UsageError(f"--device {inputs.device!r} is not cpu or cuda.")
     gpus = pick(inputs.gpus, config, "gpus")
     user = pick(inputs.container_user, config, "container_user")
+    cache = str(pick(None, config, "cache"))
+    if cache not in ("auto", "inline", "registry", "none"):
+        raise UsageError(f"cleanbuild.cache {cache!r} is not one of auto, inline, registry, none.")
     return Options(
         arch=chosen, ck_free=inputs.ck_free, builder=pick(inputs.builder, config, "builder"),  # type: ignore[arg-type]
-        progress=progress, ca_bundle=Path(str(ca)).resolve() if ca else None, model=model,
+        progress=progress, ca_bundle=ca, model=model,
         allow_no_smoke=inputs.allow_no_smoke, user=user_name(inputs.user, config), date=today(),
-        registry=registry(config), run_id=new_run_id(), cache_dir=cache_dir(config),
+        registry=registry(config, inputs.registry), run_id=new_run_id(), cache_dir=cache_dir(config), cache=cache,
         validation_device=inputs.device, gpus=parse_gpus(str(gpus)) if gpus is not None else None,
         container_user=str(user) if user is not None else None,
     )

@@ -6,15 +6,15 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import buildx, engine, gpu, metadata
 from . import prepare as preparer
 from . import report as reports
 from .errors import StepFailed, UsageError
-from .plan import Plan, patch_build
-from .record import BuildRecord, Wheels, clean_labels, digest
+from .plan import BuildSpec, Plan, patch_build
+from .record import BuildRecord, StepRecord, Wheels, clean_labels, digest
 from .tag import TagParts, make_tag
 
 Outcome = tuple[BuildRecord, str, str]
@@ -25,7 +25,6 @@ class Journal:
     """What a run created outside its record, written down BEFORE it is created, so cleanup finds it even when a
     Ctrl-C lands between creating it and the step returning."""
 
-    temporary_refs: list[str] = field(default_factory=list)  # names removed at the end, pass or fail
     release: tuple[str, str] | None = None  # (repository, tag) about to be / applied to the candidate
 
 
@@ -36,12 +35,12 @@ class Ctx:
     journal: Journal
     rebuild: bool = False
     patch_only: tuple[str, ...] = ()
-    temporary_candidate: bool = True  # build-clean's candidate name goes at the end; `invoke patch`'s stays
+    builds: bool = True  # the run builds images: preflight asks for the profile's disk, else for 2 GiB
 
 
 def preflight(ctx: Ctx, rec: BuildRecord) -> Outcome:
     o = ctx.plan.options
-    facts = engine.preflight(ctx.cli, ctx.plan.profile.disk_gib, o.builder)
+    facts = engine.preflight(ctx.cli, ctx.plan.profile.disk_gib if ctx.builds else 2.0, o.builder)
     return replace(rec, engine=facts), "passed", f"engine {facts.version}, {facts.free_gib} GiB free, {o.arch.value} {o.ck_mode}"
 
 
@@ -52,33 +51,58 @@ def prepare(ctx: Ctx, rec: BuildRecord) -> Outcome:
         f", base {made['standin']}" if made.get("standin") else "")
 
 
+def _reuse_or_build(ctx: Ctx, spec, labels: tuple[tuple[str, str], ...] = ()) -> tuple[str, str]:
+    """(image ID, how): an image with this content key, here or in the registry, is reused; else it is built, and
+    pushed (with its stem's `-latest` tag, the next build's cache) when the registry is remote."""
+    o = ctx.plan.options
+    if not ctx.rebuild:
+        found = engine.image_id(ctx.cli, spec.image)
+        if found:
+            return found, "content key matches"
+        found = engine.pull(ctx.cli, spec.image) if o.remote else None
+        if found:
+            return found, "pulled from the registry by content key"
+    image_id = buildx.build(spec, o, labels=labels)
+    if o.remote:
+        repo, _, tag = spec.image.rpartition(":")
+        latest = f"{tag.rsplit('-', 1)[0]}-latest"
+        engine.tag(ctx.cli, image_id, repo, latest)
+        engine.push(ctx.cli, spec.image)
+        engine.push(ctx.cli, f"{repo}:{latest}")
+        return image_id, "built and pushed"
+    return image_id, "built"
+
+
 def wheels(ctx: Ctx, rec: BuildRecord) -> Outcome:
     spec = ctx.plan.wheels
-    existing = None if ctx.rebuild else engine.image_id(ctx.cli, spec.image)
-    image_id = existing or buildx.build(spec, ctx.plan.options)
+    image_id, how = _reuse_or_build(ctx, spec)
     raw = engine.read_file(ctx.cli, image_id, "/wheels/manifest.json", rec.run_id)
     if raw is None:
         raise StepFailed(f"{spec.image} has no /wheels/manifest.json. To fix, rebuild it: invoke wheels --rebuild.")
-    result = Wheels(spec.image, image_id, bool(existing), json.loads(raw), digest(raw))
-    detail = f"{spec.image} ({'content key matches' if existing else 'built'}), {len(result.manifest['wheels'])} wheels"
-    return replace(rec, wheels=result), "reused" if existing else "passed", detail
+    result = Wheels(spec.image, image_id, not how.startswith("built"), json.loads(raw), digest(raw))
+    detail = f"{spec.image} ({how}), {len(result.manifest['wheels'])} wheels"
+    return replace(rec, wheels=result), "reused" if result.reused else "passed", detail
 
 
 def clean(ctx: Ctx, rec: BuildRecord) -> Outcome:
     spec = ctx.plan.clean
-    image_id = buildx.build(spec, ctx.plan.options, labels=clean_labels(ctx.plan, rec))
-    return replace(rec, clean_id=image_id, candidate_id=image_id), "passed", spec.image
+    image_id, how = _reuse_or_build(ctx, spec, clean_labels(ctx.plan, rec))
+    status = "passed" if how.startswith("built") else "reused"
+    return replace(rec, clean_id=image_id, candidate_id=image_id), status, f"{spec.image} ({how})"
 
 
 def patch(ctx: Ctx, rec: BuildRecord) -> Outcome:
-    """The patch layer on the clean image (by name: BuildKit 0.8 looks a bare ID in FROM up on Docker Hub)."""
+    """The patch layer on the clean image (by name: BuildKit 0.8 looks a bare ID in FROM up on Docker Hub). The
+    candidate is content-keyed like the wheels and clean images; `invoke patch --image X` builds X-patched."""
     base = rec.candidate_ref or ctx.plan.clean.image
     spec = patch_build(base, ctx.plan.patch.image, ctx.patch_only)
-    if ctx.temporary_candidate:
-        ctx.journal.temporary_refs.append(spec.image)
-    image_id = buildx.build(spec, ctx.plan.options)
+    if spec == ctx.plan.patch:
+        image_id, how = _reuse_or_build(ctx, spec)
+    else:
+        image_id, how = buildx.build(spec, ctx.plan.options), "built"
     data = engine.read_json(ctx.cli, image_id, metadata.PATCHES_PATH, rec.run_id) or {}
-    summary = ", ".join(f"{p['name']}={p['outcome']}" for p in data.get("patches", [])) or "no patch report"
+    outcomes = ", ".join(f"{p['name']}={p['outcome']}" for p in data.get("patches", [])) or "no patch report"
+    summary = f"{spec.image} ({how}): {outcomes}"
     return replace(rec, candidate_id=image_id, candidate_ref=spec.image, patches=data), "passed", summary
 
 
@@ -105,12 +129,12 @@ def validate(ctx: Ctx, rec: BuildRecord) -> Outcome:
     data = json.loads(out.read_text()) if out.is_file() else None
     rec = replace(rec, validation=data, gpu=gpus or rec.gpu)
     if data is None:
-        raise StepFailed(f"validation wrote no report (exit {result.exit_code}): {_tail(result.logs)}")
+        raise _failed(rec, f"validation wrote no report (exit {result.exit_code}): {_tail(result.logs)}")
     counts = {s: sum(c["status"] == s for c in data["checks"]) for s in ("passed", "failed", "skipped")}
     if result.exit_code != 0 or counts["failed"]:
         failed = ", ".join(c["name"] + (f" ({c['reason']})" if c.get("reason") else "")
                            for c in data["checks"] if c["status"] == "failed")
-        raise StepFailed(f"validation failed inside the image: {failed or _tail(result.logs)}. Report: {out}")
+        raise _failed(rec, f"validation failed inside the image: {failed or _tail(result.logs)}. Report: {out}")
     return rec, "passed", f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped"
 
 
@@ -126,7 +150,7 @@ def smoke(ctx: Ctx, rec: BuildRecord) -> Outcome:
             "output": result.logs[-8000:]}
     rec = replace(rec, smoke=data, gpu=gpus or rec.gpu)
     if data["status"] != "passed":
-        raise StepFailed(f"the smoke test failed (exit {result.exit_code}): {_tail(result.logs)}")
+        raise _failed(rec, f"the smoke test failed (exit {result.exit_code}): {_tail(result.logs)}")
     return rec, "passed", f"{parsed['new_tokens']} new tokens ({parsed['counted_by']})"
 
 
@@ -163,9 +187,45 @@ def tag(ctx: Ctx, rec: BuildRecord) -> Outcome:
     return replace(rec, release_ref=ref), "passed", ref
 
 
+def push(ctx: Ctx, rec: BuildRecord) -> Outcome:
+    """promote's last act: the release tag and the report to the registry. By digest: the registry must store the
+    very manifest that was pulled and validated, or the step fails (and cleanup removes the local release tag)."""
+    if not ctx.plan.options.remote:
+        raise UsageError(f"registry {ctx.plan.options.registry!r} has no host to push to. To fix, pass --registry HOST[:PORT]/PREFIX.")
+    if rec.release_ref is None:
+        raise StepFailed("there is no release tag to push: the smoke test did not pass.")
+    pushed = engine.push(ctx.cli, rec.release_ref)
+    if rec.candidate_digest and pushed != rec.candidate_digest:
+        raise StepFailed(f"the registry stored {pushed} for {rec.release_ref}, not the validated {rec.candidate_digest}.")
+    report_ref = push_report(ctx, rec)
+    return rec, "passed", f"{rec.release_ref}@{pushed}; report {report_ref}"
+
+
+def push_report(ctx: Ctx, rec: BuildRecord) -> str:
+    """The build report as a two-file image (FROM scratch) tagged <release tag>.report beside the release."""
+    folder = reports.folder_for(ctx.plan, rec, failed=False)
+    (folder / "Dockerfile").write_text("FROM scratch\nCOPY report.json report.md /\n")
+    try:
+        spec = BuildSpec("report", folder / "Dockerfile", folder, None, (), f"{rec.release_ref}.report")
+        buildx.build(spec, ctx.plan.options)
+    finally:
+        (folder / "Dockerfile").unlink()
+    engine.push(ctx.cli, spec.image)
+    return spec.image
+
+
 def report(ctx: Ctx, rec: BuildRecord) -> Outcome:
-    folder = reports.write(ctx.plan, rec, ctx.cli, failed=False)
+    """The report lists every step, itself included (written as it runs; its seconds are the writing's)."""
+    itself = StepRecord("report", "passed", 0.0, "this report")
+    folder = reports.write(ctx.plan, replace(rec, steps=(*rec.steps, itself)), ctx.cli, failed=False)
     return rec, "passed", str(folder)
+
+
+def _failed(rec: BuildRecord, message: str) -> StepFailed:
+    """A StepFailed that carries what the step learned, so the failed report shows it (the validation checks)."""
+    exc = StepFailed(message)
+    exc.partial = rec  # type: ignore[attr-defined]
+    return exc
 
 
 def _tail(text: str, lines: int = 3) -> str:
@@ -174,4 +234,4 @@ def _tail(text: str, lines: int = 3) -> str:
 
 
 STEPS = {"preflight": preflight, "prepare": prepare, "wheels": wheels, "clean": clean, "patch": patch,
-         "validate": validate, "smoke": smoke, "tag": tag, "report": report}
+         "validate": validate, "smoke": smoke, "tag": tag, "report": report, "push": push}

@@ -37,3 +37,20 @@ def docker_engine():
     return docker.from_env()
 
 
+
+
+@pytest.fixture(scope="session")
+def standin_base(docker_engine) -> str:
+    """The offline profile's stand-in base image (mmdebstrap + docker import, once; cached after)."""
+    from tests.support.builds import standin_base as make
+
+    return make(docker_engine)
+
+
+@pytest.fixture(scope="session")
+def offline_builds(docker_engine):
+    """The two offline variants (gfx950 CK-free, gfx942 CK), each built once per session by the pipeline's steps.
+    Every image is content-keyed, so build-clean in later tests reuses them."""
+    from tests.support.builds import VARIANTS, build_variant
+
+    return {v.name: build_variant(docker_engine, v) for v in VARIANTS}

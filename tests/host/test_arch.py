@@ -1,3 +1,5 @@
+import os
+
 import pytest
 
 from cleanbuild import arch as A
@@ -13,7 +15,7 @@ def test_facts_per_arch():
     assert Arch.GFX942.facts.fp8_dtype == "float8_e4m3fnuz" and Arch.GFX942.facts.fp8_max == 240
     assert Arch.GFX950.facts.fp8_dtype == "float8_e4m3fn" and Arch.GFX950.facts.fp8_max == 448
     assert (Arch.GFX942.facts.lds_kib, Arch.GFX950.facts.lds_kib) == (64, 160)
-    assert Arch.GFX942.facts.typical_cus["MI308X"] == 80 and Arch.GFX950.facts.typical_cus["MI355X"] == 256
+    assert Arch.GFX942.facts.cu_counts["MI308X"] == 80 and Arch.GFX950.facts.cu_counts["MI355X"] == 256
 
 
 @pytest.mark.parametrize("name", ["gfx942", "GFX942", " gfx942:sramecc+:xnack- "])
@@ -145,3 +147,40 @@ def test_real_runner_times_out_a_hanging_command(tmp_path):
     script.chmod(0o755)
     assert A.host_runner([str(script)], 0.5) == ("", True)
     assert A.host_runner(["definitely-not-a-binary-xyz"], 1) is None
+
+
+# ---- output that is not UTF-8 (defect 9: it crashed detection even when it named gfx942) ---------------------
+
+NOT_UTF8 = b"\xff\xfe\x80 driver banner \xc3(\n"
+
+
+def test_parser_reads_a_decoded_probe_with_replacement_characters():
+    text = (NOT_UTF8 + rocminfo([("gfx942", 304)]).encode()).decode(errors="replace")
+    assert A.parse_rocminfo(text) == [Gpu("gfx942", 304)]
+
+
+def fake_tool(folder, name: str, output: bytes, code: int = 0):
+    folder.mkdir(exist_ok=True)
+    (folder / f"{name}.out").write_bytes(output)
+    script = folder / name
+    script.write_text(f"#!/bin/sh\ncat '{folder / (name + '.out')}'\nexit {code}\n")
+    script.chmod(0o755)
+
+
+def test_detection_through_the_real_runner_survives_non_utf8_output(tmp_path, monkeypatch):
+    """amd-smi fails, rocminfo prints bytes that are not UTF-8 around a gfx942 agent: rocminfo decides."""
+    bin_dir = tmp_path / "bin"
+    fake_tool(bin_dir, "amd-smi", b"\xff\xfe", code=1)
+    fake_tool(bin_dir, "rocminfo", NOT_UTF8 + rocminfo(EIGHT_MI300X).encode() + b"\xff\n")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    det = A.detect(A.host_runner, tmp_path / "sys")
+    assert (det.arch, det.source, len(det.gpus)) == (Arch.GFX942, "rocminfo", 8)
+    assert "amd-smi: not available" in det.notes
+
+
+def test_kfd_properties_that_are_not_utf8_still_name_the_gpu(tmp_path):
+    node = tmp_path / "class/kfd/kfd/topology/nodes/1"
+    node.mkdir(parents=True)
+    (node / "properties").write_bytes(NOT_UTF8 + kfd_gpu(90402).encode())
+    det = A.detect(FakeHost({}), tmp_path)
+    assert (det.arch, det.source) == (Arch.GFX942, "kfd-sysfs")

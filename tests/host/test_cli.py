@@ -1,74 +1,164 @@
-"""The invoke tasks as a user runs them: one-line errors, fixed exit codes, no traceback unless --debug."""
+"""The invoke tasks as a user runs them: one line on stderr and a fixed exit code for bad input.
+
+Usage errors run in-process through invoke's own Program and the real namespace. Two tests start a process, for what
+only a process shows: the exit code of `python -m invoke` itself, and invoke.yaml problems, which tasks.py checks
+when invoke imports it."""
+
+from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from invoke import Program
+
+import tasks
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def invoke(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, env=env)
+@pytest.fixture(autouse=True)
+def no_site_config(monkeypatch):
+    monkeypatch.delenv("INVOKE_RUNTIME_CONFIG", raising=False)
 
 
-def test_list_shows_every_step_task():
-    out = invoke("--list").stdout
-    for name in ("wheels", "clean", "patch", "smoke", "tag", "build-clean", "plan", "arch", "report"):
-        assert f"  {name} " in out or f"  {name}\n" in out, name
+def program() -> Program:
+    return Program(namespace=tasks.ns, version="test")
 
 
-@pytest.mark.parametrize("args,code,needle", [
-    (("arch", "--arch", "gfx1100"), 2, "not supported. To fix, pass --arch gfx942|gfx950"),
-    (("arch", "--arch", "gfx941"), 2, "pre-release"),
-    (("plan", "--arch", "gfx942", "--profile", "nope"), 2, "profile 'nope' not found"),
-    (("plan", "--arch", "gfx942", "--set", "oops"), 2, "KEY=VALUE"),
-    (("plan", "--arch", "gfx942", "--ca-bundle", "/no/such.pem"), 2, "is not a file"),
-    (("plan", "--arch", "gfx942", "--model", "/no/such/model"), 2, "is not a folder"),
-    (("patch",), 2, "exactly one of --src DIR or --image TAG"),
+def fails(capsys, *argv) -> tuple[int, list[str]]:
+    """(exit code, non-empty stderr lines) of a task that must fail."""
+    with pytest.raises(SystemExit) as info:
+        program().run(["invoke", *argv])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return info.value.code, [line for line in err.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (("arch", "--arch", "gfx1100"), "error: architecture 'gfx1100' is not supported. To fix, pass --arch gfx942|gfx950."),
+    (("arch", "--arch", "gfx941"), "error: gfx941 is a pre-release MI300 target"),
+    (("plan", "--arch", "gfx942", "--profile", "nope"), "error: profile 'nope' not found"),
+    (("plan", "--arch", "gfx942", "--set", "oops"), "error: --set 'oops' is not KEY=VALUE"),
+    (("plan", "--arch", "gfx942", "--set", "components.aiter.prebuild_kernels=maybe"),
+     "error: override components.aiter.prebuild_kernels='maybe' is not true or false"),
+    (("plan", "--arch", "gfx942", "--set", "disk_gib=abc"), "error: override disk_gib='abc' is not a number"),
+    (("plan", "--arch", "gfx942", "--set", "components.aiter.colour=red"),
+     "error: override 'components.aiter.colour' does not name a profile entry"),
+    (("plan", "--arch", "gfx942", "--ca-bundle", "/no/such.pem"), "error: --ca-bundle /no/such.pem is not a file"),
+    (("plan", "--arch", "gfx942", "--model", "/no/such/model"), "error: --model /no/such/model is not a folder"),
+    (("plan", "--arch", "gfx942,gfx1100"), "error: architecture 'gfx1100' is not supported"),
+    (("patch",), "error: give exactly one of --src DIR or --image TAG."),
+    (("patch", "--src", "a", "--image", "b"), "error: give exactly one of --src DIR or --image TAG."),
 ])
-def test_bad_input_is_one_line_and_a_fixed_code(args, code, needle):
-    result = invoke(*args)
-    assert result.returncode == code, result.stderr
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and needle in lines[0], result.stderr
-    assert "Traceback" not in result.stderr + result.stdout
+def test_bad_input_is_one_line_and_exit_2(capsys, argv, needle):
+    code, lines = fails(capsys, *argv)
+    assert (code, len(lines)) == (2, 1), lines
+    assert lines[0].startswith(needle), lines[0]
 
 
-def test_debug_shows_the_traceback():
-    result = invoke("arch", "--arch", "gfx1100", "--debug")
-    assert result.returncode == 2 and "Traceback" in result.stderr
+def test_patch_of_a_folder_that_does_not_exist_is_bad_input(capsys, tmp_path):
+    code, lines = fails(capsys, "patch", "--src", str(tmp_path / "nowhere"))
+    assert (code, len(lines)) == (2, 1), lines
+    assert lines[0].startswith(f"error: --src {tmp_path / 'nowhere'} is not a folder")
 
 
-def test_arch_prints_facts_as_json():
-    data = json.loads(invoke("arch", "--arch", "gfx942", "--json").stdout)
-    assert data["fp8_dtype"] == "float8_e4m3fnuz" and data["fp8_max"] == 240 and data["lds_per_cu_kib"] == 64
+def test_debug_shows_the_traceback(capsys):
+    with pytest.raises(SystemExit) as info:
+        program().run(["invoke", "arch", "--arch", "gfx1100", "--debug"])
+    assert info.value.code == 2 and "Traceback" in capsys.readouterr().err
 
 
-def test_plan_prints_the_commands_build_clean_runs():
-    result = invoke("plan", "--arch", "gfx950", "--ck-free", "--json")
-    assert result.returncode == 0, result.stderr
-    data = json.loads(result.stdout)
-    assert data["build_args"]["clean"]["GPU_ARCH"] == "gfx950" and data["build_args"]["wheels"]["ENABLE_CK"] == "0"
+def test_arch_prints_facts_as_json(capsys):
+    program().run(["invoke", "arch", "--arch", "gfx942", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert (data["fp8_dtype"], data["fp8_max"], data["lds_per_cu_kib"]) == ("float8_e4m3fnuz", 240, 64)
+
+
+def plans_printed(text: str) -> list[dict]:
+    decoder, docs, at = json.JSONDecoder(), [], 0
+    while at < len(text.rstrip()):
+        doc, at = decoder.raw_decode(text, at)
+        docs.append(doc)
+        while at < len(text) and text[at].isspace():
+            at += 1
+    return docs
+
+
+def test_plan_for_two_archs_gives_two_plans(capsys):
+    program().run(["invoke", "plan", "--arch", "gfx942,gfx950", "--json"])
+    docs = plans_printed(capsys.readouterr().out)
+    assert [(d["arch"], d["build_args"]["clean"]["GPU_ARCH"]) for d in docs] == [("gfx942", "gfx942"),
+                                                                                ("gfx950", "gfx950")]
+
+
+def test_plan_shows_the_commands_build_clean_runs(capsys):
+    program().run(["invoke", "plan", "--arch", "gfx950", "--ck-free", "--json"])
+    data = plans_printed(capsys.readouterr().out)[0]
+    assert (data["ck_mode"], data["build_args"]["wheels"]["ENABLE_CK"]) == ("ckfree", "0")
     assert data["commands"][0].startswith("docker buildx build ")
-    assert data["steps"] == ["preflight", "wheels", "clean", "patch", "validate", "smoke", "tag", "report"]
 
 
-def test_plan_matrix_gives_one_plan_per_arch():
-    result = invoke("plan", "--arch", "gfx942,gfx950")
-    assert result.returncode == 0
-    shown = result.stderr + result.stdout
-    assert "plan: gfx942 ck" in shown and "plan: gfx950 ck" in shown
-    assert result.stdout.count("docker buildx build") == 6  # wheels, clean, patch for each arch
+def test_typed_set_reaches_the_plan(capsys):
+    program().run(["invoke", "plan", "--arch", "gfx942", "--json", "--set", "components.aiter.prebuild_kernels=0"])
+    assert plans_printed(capsys.readouterr().out)[0]["build_args"]["wheels"]["PREBUILD_KERNELS"] == "0"
 
 
-def test_config_file_beats_default_and_flag_beats_config(tmp_path):
-    (tmp_path / "invoke.yaml").write_text("cleanbuild:\n  overrides:\n    components.aiter.ref: " + "a" * 40 + "\n")
-    env = {**__import__("os").environ, "INVOKE_RUNTIME_CONFIG": str(tmp_path / "invoke.yaml")}
-    via_config = json.loads(invoke("plan", "--arch", "gfx942", "--json", env=env).stdout)
-    assert via_config["build_args"]["wheels"]["AITER_REF"] == "a" * 40
-    via_flag = json.loads(invoke("plan", "--arch", "gfx942", "--json", "--set", "components.aiter.ref=" + "b" * 40, env=env).stdout)
-    assert via_flag["build_args"]["wheels"]["AITER_REF"] == "b" * 40
+def test_flag_beats_site_config_beats_profile(capsys, tmp_path):
+    conf = tmp_path / "site.yaml"
+    conf.write_text(f"cleanbuild:\n  overrides:\n    components.aiter.ref: {'a' * 40}\n    components.atom.ref: {'b' * 40}\n")
+    program().run(["invoke", "-f", str(conf), "plan", "--arch", "gfx942", "--json",
+                   "--set", f"components.aiter.ref={'c' * 40}"])
+    args = plans_printed(capsys.readouterr().out)[0]["build_args"]["wheels"]
+    assert (args["AITER_REF"], args["ATOM_REF"]) == ("c" * 40, "b" * 40)
+
+
+def test_bad_site_config_value_is_one_line_and_exit_2(capsys, tmp_path):
+    conf = tmp_path / "site.yaml"
+    conf.write_text("cleanbuild:\n  progress: loud\n")
+    code, lines = fails(capsys, "-f", str(conf), "plan", "--arch", "gfx942")
+    assert (code, lines) == (2, ["error: --progress 'loud' is not one of auto, plain, tty, quiet."])
+
+
+@pytest.mark.xfail(strict=True, reason="tasks._check_site_files checks invoke.yaml and INVOKE_RUNTIME_CONFIG only: "
+                                       "`invoke -f BROKEN.yaml` reaches invoke's own YAML loader (traceback, exit 1)")
+def test_a_broken_file_given_with_f_is_refused_before_invoke_reads_it(capsys, tmp_path, monkeypatch):
+    conf = tmp_path / "broken.yaml"
+    conf.write_text("cleanbuild: [1, 2\n")
+    monkeypatch.setattr(sys, "argv", ["invoke", "-f", str(conf), "plan", "--arch", "gfx942"])
+    with pytest.raises(SystemExit) as info:
+        tasks._check_site_files()
+    assert info.value.code == 2
+
+
+# ---- what only a process shows --------------------------------------------------------------------------------
+
+def invoke(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=ROOT, capture_output=True, text=True,  # noqa: S603
+                          timeout=120, env={**os.environ, **(env or {})}, check=False)
+
+
+def test_the_real_entry_point_exits_2_without_a_traceback():
+    result = invoke("plan", "--arch", "gfx942", "--profile", "nope")
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert (result.returncode, len(lines)) == (2, 1), result.stderr
+    assert lines[0].startswith("error: profile 'nope' not found") and "Traceback" not in result.stderr + result.stdout
+
+
+@pytest.mark.parametrize("content,needle", [
+    (b"cleanbuild: [1, 2\n", "while parsing a flow sequence"),
+    (b"\xff\xfe\x00binary\x81\n", "codec can't decode"),
+    (b"cleanbuild: [1, 2]\n", "`cleanbuild:` must be a mapping, not list"),
+    (b"cleanbuild:\n  profil: offline\n", "unknown key cleanbuild.profil"),
+], ids=["syntax", "binary", "structure", "unknown-key"])
+def test_a_broken_site_config_is_one_line_and_exit_2(tmp_path, content, needle):
+    conf = tmp_path / "invoke.yaml"
+    conf.write_bytes(content)
+    result = invoke("arch", "--arch", "gfx942", env={"INVOKE_RUNTIME_CONFIG": str(conf)})
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert (result.returncode, len(lines)) == (2, 1), result.stderr
+    assert lines[0].startswith(f"error: {conf} is not a valid site config (") and needle in lines[0]
+    assert "Traceback" not in result.stderr + result.stdout

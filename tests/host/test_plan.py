@@ -1,139 +1,355 @@
+"""cleanbuild.plan: the pure planner. Same inputs, same plan; nothing written; a key over everything a build reads."""
+
+from __future__ import annotations
+
 import dataclasses
+import shutil
 from pathlib import Path
 
 import pytest
 
+from cleanbuild import metadata, profiles, steps
 from cleanbuild import plan as P
-from cleanbuild import profiles
 from cleanbuild.arch import Arch
 from cleanbuild.errors import UsageError
-from cleanbuild.settings import Inputs, load_profile, pick
+from cleanbuild.record import BuildRecord
+from tests.support.upstream import AITER_HEAD
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def default_plan(**kw):
+def make(profile="default", overrides=None, path=None, **kw):
     opts = P.Options(arch=kw.pop("arch", Arch.GFX942), **kw)
-    return P.make_plan(profiles.load("default"), opts)
+    return P.make_plan(profiles.load(profile, overrides, path), opts)
 
 
-def test_default_profile_is_complete_and_pinned():
-    prof = profiles.load("default")
-    assert prof.base_ref.startswith("rocm/dev-ubuntu-24.04:7.2-complete@sha256:")
-    assert len(prof.base["digest"].split(":")[1]) == 64
-    for name in ("aiter", "atom", "triton_kernels"):
-        comp = prof.component(name)
-        assert comp.source == "git" and len(str(comp.fields["ref"])) == 40, name
-    assert prof.pinned == "2026-11-29" and prof.python == "3.12"
+def wheels_args(plan) -> dict[str, str]:
+    return dict(plan.wheels.build_args)
 
 
-def test_plan_is_pure_and_immutable():
-    plan = default_plan()
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        plan.python = "3.9"  # type: ignore[misc]
-    assert default_plan() .wheels_key == plan.wheels_key  # same inputs, same key
-    args = dict(plan.wheels.build_args)
-    assert args["GPU_ARCH"] == "gfx942" and args["ENABLE_CK"] == "1" and args["PREBUILD_KERNELS"] == "1"
-    assert args["AITER_REF"] == "024344700df39b0d78a57f0b626b00fe2661b861"
+@pytest.fixture
+def docker_copy(tmp_path, monkeypatch) -> Path:
+    """docker/ copied to tmp_path and made the planner's DOCKER_DIR, so a test may change its bytes."""
+    folder = tmp_path / "docker"
+    shutil.copytree(P.DOCKER_DIR, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(P, "DOCKER_DIR", folder)
+    return folder
 
 
-def test_content_key_follows_arch_ck_and_pins():
-    base = default_plan()
-    assert default_plan(arch=Arch.GFX950).wheels_key != base.wheels_key
-    assert default_plan(ck_free=True).wheels_key != base.wheels_key
-    assert "ckfree" in default_plan(ck_free=True).wheels.image
-    pinned = profiles.load("default", {"components.aiter.ref": "f" * 40})
-    assert P.make_plan(pinned, P.Options(arch=Arch.GFX942)).wheels_key != base.wheels_key
+# ---- purity ---------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("profile", ["default", "offline"])
+def test_same_inputs_give_equal_plans(profile):
+    assert make(profile) == make(profile)
 
 
-def test_clean_build_uses_the_matching_wheels_image_and_one_arch():
-    plan = default_plan(arch=Arch.GFX950, ck_free=True)
+@pytest.mark.parametrize("profile", ["default", "offline"])
+def test_planning_writes_nothing(profile, tmp_path):
+    cache = tmp_path / "cache"
+    plan = make(profile, cache_dir=cache, model=tmp_path)
+    assert not cache.exists()
+    assert plan.prepare.context.is_relative_to(cache) and plan.options.run_dir.is_relative_to(cache)
+
+
+def test_plan_and_its_parts_are_frozen():
+    plan = make()
+    for obj, attr in ((plan, "base_image"), (plan.options, "arch"), (plan.wheels, "image"),
+                      (plan.validate, "command"), (plan.prepare, "key")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(obj, attr, None)
+
+
+# ---- the content key ------------------------------------------------------------------------------------------
+
+def test_key_changes_with_the_arch():
+    assert make(arch=Arch.GFX950).wheels_key != make().wheels_key
+
+
+def test_key_changes_with_the_ck_mode():
+    assert make(ck_free=True).wheels_key != make().wheels_key
+
+
+def test_key_changes_with_a_pin():
+    assert make(overrides={"components.aiter.ref": AITER_HEAD}).wheels_key != make().wheels_key
+
+
+def test_key_changes_with_a_typed_switch():
+    assert make(overrides={"components.aiter.prebuild_kernels": "false"}).wheels_key != make().wheels_key
+
+
+def test_key_is_over_content_not_location(docker_copy):
+    """The copied docker/ folder gives the same key: only bytes (and relative names) count."""
+    monkeypatched = make().wheels_key
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(P, "DOCKER_DIR", ROOT / "docker")
+        assert make().wheels_key == monkeypatched
+
+
+@pytest.mark.parametrize("script", ["collect_wheels.py", "git-fetch.sh", "with-ca.sh", "make-venv.sh"])
+def test_key_changes_with_a_helper_scripts_bytes(docker_copy, script):
+    before = make()
+    path = docker_copy / "scripts" / script
+    path.write_bytes(path.read_bytes() + b"\n# changed\n")
+    after = make()
+    assert (after.wheels_key != before.wheels_key, after.prepare.context != before.prepare.context) == (True, True)
+
+
+def test_key_changes_with_a_new_helper_file(docker_copy):
+    before = make().wheels_key
+    (docker_copy / "scripts" / "new-helper.sh").write_text("true\n")
+    assert make().wheels_key != before
+
+
+def test_key_changes_with_the_wheels_dockerfile(docker_copy):
+    before = make().wheels_key
+    path = docker_copy / "Dockerfile.wheels"
+    path.write_text(path.read_text() + "\n# changed\n")
+    assert make().wheels_key != before
+
+
+def test_clean_image_name_changes_with_the_clean_dockerfile(docker_copy):
+    before = make()
+    path = docker_copy / "Dockerfile.clean"
+    path.write_text(path.read_text() + "\n# changed\n")
+    after = make()
+    assert (after.clean.image != before.clean.image, after.wheels_key == before.wheels_key) == (True, True)
+
+
+@pytest.mark.parametrize("lock_file", ["default.lock", "default.build.lock"])
+def test_key_changes_with_the_lock_files_bytes(profile_dir, lock_file):
+    path = profile_dir / "default.toml"
+    before = make(path=path).wheels_key
+    lock = profile_dir / lock_file
+    lock.write_text(lock.read_text() + "# changed\n")
+    assert make(path=path).wheels_key != before
+
+
+def test_clean_build_uses_the_wheels_image_of_the_same_plan():
+    plan = make(arch=Arch.GFX950, ck_free=True)
     args = dict(plan.clean.build_args)
-    assert args["WHEELS_IMAGE"] == plan.wheels.image
-    assert args["GPU_ARCH"] == "gfx950" and ";" not in args["GPU_ARCH"] and args["ENABLE_CK"] == "0"
-    assert dict(plan.patch.build_args)["IMAGE"] == plan.clean.image
+    assert args == {"WHEELS_IMAGE": plan.wheels.image, "BASE_IMAGE": plan.base_image, "GPU_ARCH": "gfx950",
+                    "ENABLE_CK": "0"}
 
 
-def test_every_build_arg_is_declared_by_its_dockerfile():
-    for arch in Arch:
-        for ck_free in (False, True):
-            for spec in default_plan(arch=arch, ck_free=ck_free).builds:
-                P.check_build_args(spec)
+def test_patch_builds_on_the_clean_image():
+    plan = make()
+    assert dict(plan.patch.build_args) == {"IMAGE": plan.clean.image}
 
 
-def test_unknown_build_arg_is_refused(tmp_path):
-    dockerfile = tmp_path / "Dockerfile"
-    dockerfile.write_text("ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nARG GPU_ARCH\n")
-    spec = P.BuildSpec("x", dockerfile, tmp_path, None, (("GPU_ARCH", "gfx942"), ("GPU_ARCHS", "x")), "img")
-    with pytest.raises(UsageError, match="does not consume build argument\\(s\\) GPU_ARCHS"):
+# ---- build arguments ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("profile", ["default", "offline"])
+@pytest.mark.parametrize("arch", list(Arch))
+@pytest.mark.parametrize("ck_free", [False, True])
+def test_every_build_arg_is_declared_by_its_dockerfile(profile, arch, ck_free):
+    plan = make(profile, arch=arch, ck_free=ck_free)
+    for spec in plan.builds:
+        undeclared = {k for k, _ in spec.build_args} - P.dockerfile_args(spec.dockerfile)
+        assert undeclared == set(), spec.step
         P.check_build_args(spec)
 
 
-def test_commands_are_the_exact_argv():
-    plan = default_plan(builder="farm", ca_bundle=Path("/etc/ssl/ca.pem"), progress="plain")
-    cmds = P.commands(plan)
-    wheels = cmds[0]
-    assert wheels[:3] == ["docker", "buildx", "build"]
-    assert wheels[wheels.index("--builder") + 1] == "farm"
-    assert wheels[wheels.index("--secret") + 1] == "id=ca,src=/etc/ssl/ca.pem"
-    assert "ca.pem" not in " ".join(a for a in wheels if a.startswith("--build-arg"))
-    validate = cmds[3]
-    assert validate[:2] == ["docker", "run"] and "--network" in validate and "none" in validate
-    assert "/dev/kfd" in validate and "seccomp=unconfined" in validate
-    assert any(m.endswith("/opt/atom-build/validation:ro") for m in validate)
+def test_an_undeclared_build_arg_is_refused():
+    spec = make().wheels
+    spec = dataclasses.replace(spec, build_args=(*spec.build_args, ("AITER_BRANCH", "main")))
+    with pytest.raises(UsageError) as info:
+        P.check_build_args(spec)
+    assert "Dockerfile.wheels does not consume build argument(s) AITER_BRANCH" in str(info.value)
 
 
-def test_smoke_is_planned_only_with_a_model(tmp_path):
-    assert default_plan().smoke is None and "no --model" in default_plan().smoke_skip_reason
-    plan = default_plan(model=tmp_path)
-    assert plan.smoke is not None and (str(tmp_path), "/model", "ro") in plan.smoke.mounts
-    assert "--min-tokens" in plan.smoke.command and "/model" in plan.smoke.command
+def test_dockerfile_args_reads_global_and_stage_args(tmp_path):
+    path = tmp_path / "Dockerfile"
+    path.write_text("ARG BASE_IMAGE\nFROM ${BASE_IMAGE} AS a\n  ARG GPU_ARCH=gfx942\nRUN echo ARG NOT_ONE\n")
+    assert P.dockerfile_args(path) == {"BASE_IMAGE", "GPU_ARCH"}
 
 
-def test_two_runs_do_not_collide():
-    a, b = default_plan(run_id="r1"), default_plan(run_id="r2")
-    assert a.patch.image != b.patch.image and a.validate.name != b.validate.name
-    assert a.wheels.image == b.wheels.image  # the shared, content-keyed part is shared on purpose
+@pytest.mark.parametrize("value,expected", [("false", "0"), ("0", "0"), ("true", "1")])
+def test_prebuild_kernels_override_reaches_the_build(value, expected):
+    plan = make("offline", {"components.aiter.prebuild_kernels": value})
+    assert wheels_args(plan)["PREBUILD_KERNELS"] == expected
 
 
-def test_offline_plan_needs_its_context(tmp_path):
-    prof = profiles.load("offline")
-    with pytest.raises(UsageError, match="offline"):
-        P.make_plan(prof, P.Options(arch=Arch.GFX942))
-    plan = P.make_plan(prof, P.Options(arch=Arch.GFX942, context=tmp_path, base_image="standin:x"))
-    assert plan.wheels.context == tmp_path and dict(plan.wheels.build_args)["BASE_IMAGE"] == "standin:x"
-    assert dict(plan.wheels.build_args)["PREBUILD_KERNELS"] == "0"
-    assert plan.validate.gpu is False and ("TRITON_INTERPRET", "1") in plan.validate.env
+def test_default_builds_prebuilt_kernels_with_ck():
+    args = wheels_args(make())
+    assert (args["PREBUILD_KERNELS"], args["ENABLE_CK"], args["AITER_TRITON_ONLY"]) == ("1", "1", "0")
 
 
-def test_precedence_flag_over_config_over_default():
-    assert pick("flag", {"builder": "conf"}, "builder") == "flag"
-    assert pick(None, {"builder": "conf"}, "builder") == "conf"
-    assert pick(None, {}, "progress") == "auto"
-    conf = {"profile": "default", "overrides": {"components.aiter.ref": "a" * 40, "components.atom.ref": "b" * 40}}
-    prof = load_profile(Inputs(sets=("components.aiter.ref=" + "c" * 40,)), conf)
-    assert prof.component("aiter").fields["ref"] == "c" * 40  # the flag wins
-    assert prof.component("atom").fields["ref"] == "b" * 40  # config beats the file
+def test_flydsl_is_not_a_build_argument():
+    """flydsl comes with the lock, exactly as aiter pins it."""
+    assert not [k for k in wheels_args(make()) if k.startswith("FLYDSL")]
 
 
-@pytest.mark.parametrize("sets,match", [
-    (("nokey",), "KEY=VALUE"),
-    (("components.nope.ref=x",), "does not name a profile entry"),
-    (("components.aiter.source=svn",), "source is 'svn'"),
+# ---- local sources (offline) ----------------------------------------------------------------------------------
+
+def test_offline_plan_fetches_from_the_context_copies():
+    args = wheels_args(make("offline"))
+    assert (args["AITER_REPO"], args["ATOM_REPO"]) == ("/local/repos/aiter.git", "/local/repos/atom.git")
+
+
+def test_offline_plan_lists_the_local_repositories_for_prepare():
+    plan = make("offline")
+    upstream = (ROOT / ".." / "shared" / "upstream").resolve()
+    assert plan.prepare.repos == (("aiter", upstream / "aiter.git"), ("atom", upstream / "atom.git"))
+
+
+def test_default_plan_fetches_from_github_and_prepares_no_repository():
+    plan = make()
+    args = wheels_args(plan)
+    assert (args["AITER_REPO"], args["ATOM_REPO"], plan.prepare.repos) == (
+        "https://github.com/ROCm/aiter.git", "https://github.com/ROCm/ATOM.git", ())
+
+
+def test_offline_plan_fetches_the_local_torch_wheel():
+    assert make("offline").prepare.local_wheels == (("torch", "torch==2.13.0"),)
+
+
+def test_offline_base_is_the_stand_in_named_by_its_spec():
+    plan = make("offline")
+    assert plan.base_image == P.standin_image(plan.prepare.standin) == wheels_args(plan)["BASE_IMAGE"]
+
+
+def test_default_base_is_the_pinned_digest():
+    plan = make()
+    assert plan.base_image == profiles.load("default").base_ref == wheels_args(plan)["BASE_IMAGE"]
+
+
+# ---- the release repository: one derivation -------------------------------------------------------------------
+
+@pytest.mark.parametrize("ck_free,repo", [(False, "reg/atom-gfx950"), (True, "reg/atom-gfx950-ckfree")])
+def test_release_repo(ck_free, repo):
+    assert make(arch=Arch.GFX950, ck_free=ck_free, registry="reg").release_repo == repo
+
+
+def test_plan_and_tag_step_derive_the_release_repo_in_one_place(monkeypatch):
+    monkeypatch.setattr(metadata, "release_repo", lambda registry, arch, ck: f"one/{registry}/{arch}/{ck}")
+    plan = make(arch=Arch.GFX950, ck_free=True, registry="reg")
+    versions = {"schema": 2, "arch": "gfx950", "ck_mode": "ckfree", "packages": {"aiter": "0.1.20", "atom": "0.1.1"}}
+    monkeypatch.setattr(steps.engine, "read_json", lambda cli, image, path, run_id: versions)
+    rec = BuildRecord(run_id="r", started=0.0, started_at="now", candidate_id="sha256:x")
+    _, repo = steps.release_tag(steps.Ctx(plan, None, steps.Journal()), rec)
+    assert (plan.release_repo, repo) == ("one/reg/gfx950/ckfree", "one/reg/gfx950/ckfree")
+
+
+# ---- the containers -------------------------------------------------------------------------------------------
+
+def test_validation_mounts_validation_read_only():
+    plan = make()
+    assert (str(ROOT / "validation"), "/opt/atom-build/validation", "ro") in plan.validate.mounts
+
+
+@pytest.mark.parametrize("ck_free,mode", [(False, "ck"), (True, "ckfree")])
+def test_validation_is_told_the_ck_mode_and_arch(ck_free, mode):
+    command = list(make(arch=Arch.GFX950, ck_free=ck_free).validate.command)
+    assert command[command.index("--ck-mode") + 1] == mode and command[command.index("--arch") + 1] == "gfx950"
+
+
+def test_validation_runs_without_network():
+    assert make().validate.network == "none"
+
+
+def test_offline_validation_runs_on_the_cpu_interpreter():
+    spec = make("offline").validate
+    assert (spec.gpu, dict(spec.env)["TRITON_INTERPRET"]) == (False, "1")
+
+
+def test_default_validation_runs_on_the_gpu():
+    assert make().validate.gpu is True
+
+
+def test_device_option_beats_the_profile():
+    spec = make(validation_device="cpu").validate
+    assert (spec.gpu, dict(spec.env).get("TRITON_INTERPRET")) == (False, "1")
+
+
+def test_smoke_is_skipped_without_a_model():
+    plan = make()
+    assert plan.smoke is None and "no --model" in plan.smoke_skip_reason
+
+
+def test_atom_smoke_runs_atoms_example_on_the_model(tmp_path):
+    spec = make(model=tmp_path).smoke
+    command = list(spec.command)
+    assert (str(tmp_path), "/model", "ro") in spec.mounts and spec.gpu is True
+    assert command[command.index("--") + 1:] == ["python", "-m", "atom.examples.simple_inference", "--model",
+                                                 "/model", "--max-tokens", "10", "--temperature", "0"]
+
+
+def test_cpu_smoke_has_no_generation_command(tmp_path):
+    spec = make("offline", model=tmp_path).smoke
+    assert spec.command[2] == "cpu" and "--" not in spec.command and spec.gpu is False
+
+
+def test_smoke_gpu_override_reaches_the_container(tmp_path):
+    assert make(overrides={"smoke.gpu": "false"}, model=tmp_path).smoke.gpu is False
+
+
+def test_two_runs_share_the_content_keyed_images_but_not_containers():
+    a, b = make(run_id="r1"), make(run_id="r2")
+    assert (a.wheels.image, a.clean.image, a.patch.image) == (b.wheels.image, b.clean.image, b.patch.image)
+    assert (a.validate.name != b.validate.name, a.options.run_dir != b.options.run_dir) == (True, True)
+
+
+def test_candidate_name_changes_with_the_patches(tmp_path, monkeypatch):
+    before = make().patch.image
+    shutil.copytree(ROOT / "patches", tmp_path / "patches", ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(P, "REPO_ROOT", tmp_path)
+    assert make().patch.image == before
+    catalog = tmp_path / "patches" / "catalog" / "tuned_gemm_hipblaslt.py"
+    catalog.write_text(catalog.read_text() + "\n# changed\n")
+    assert make().patch.image != before
+
+
+# ---- the commands build-clean runs ----------------------------------------------------------------------------
+
+def test_ca_bundle_is_a_secret_and_never_a_build_arg(tmp_path):
+    pem = tmp_path / "corp-ca.pem"
+    plan = make(ca_bundle=pem, builder="farm")
+    builds = [argv for argv in P.commands(plan) if argv[:3] == ["docker", "buildx", "build"]]
+    assert len(builds) == 3
+    for argv in builds:
+        assert argv[argv.index("--secret") + 1] == f"id=ca,src={pem}"
+        assert argv[argv.index("--builder") + 1] == "farm"
+        build_args = [argv[i + 1] for i, a in enumerate(argv) if a == "--build-arg"]
+        assert build_args and not [a for a in build_args if str(pem) in a or "corp-ca" in a]
+
+
+def test_no_secret_without_a_ca_bundle():
+    assert not [a for argv in P.commands(make()) for a in argv if a == "--secret"]
+
+
+def test_commands_end_with_the_release_tag():
+    plan = make()
+    assert P.commands(plan)[-1][:3] == ["docker", "tag", plan.patch.image]
+
+
+# ---- the registry build cache ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("registry,remote", [
+    ("atom-build", False), ("team/atom", False), ("localhost/atom", True), ("localhost:5000/atom", True),
+    ("ghcr.io/org/atom-build", True), ("registry:5000/x", True),
 ])
-def test_bad_overrides(sets, match):
-    with pytest.raises(UsageError, match=match):
-        load_profile(Inputs(sets=sets), {})
+def test_a_registry_is_remote_when_it_names_a_host(registry, remote):
+    assert P.Options(arch=Arch.GFX942, registry=registry).remote is remote
 
 
-def test_unknown_profile_and_bad_toml(tmp_path):
-    with pytest.raises(UsageError, match="not found.*default\\|offline"):
-        profiles.load("nope")
-    bad = tmp_path / "bad.toml"
-    bad.write_text("name = [")
-    with pytest.raises(UsageError, match="not valid TOML"):
-        profiles.load("bad", path=bad)
-    partial = tmp_path / "partial.toml"
-    partial.write_text('python = "3.12"\n[base]\nimage = "x"\n[components.torch]\nsource = "local"\n')
-    with pytest.raises(UsageError, match="lacks components triton, aiter, atom, deps"):
-        profiles.load("partial", path=partial)
+def test_no_cache_flags_for_a_local_registry():
+    plan = make()
+    assert P.cache_flags(plan.wheels, plan.options) == ()
+
+
+def test_inline_cache_for_a_remote_registry():
+    plan = make(registry="localhost:5000/ab")
+    repo = "localhost:5000/ab/wheels"
+    assert P.cache_flags(plan.wheels, plan.options) == (
+        "--cache-to", "type=inline", "--cache-from", plan.wheels.image, "--cache-from", f"{repo}:gfx942-ck-latest")
+
+
+def test_registry_cache_exports_every_stage():
+    plan = make(registry="localhost:5000/ab", cache="registry", ck_free=True)
+    ref = "type=registry,ref=localhost:5000/ab/clean:gfx942-ckfree-buildcache"
+    assert P.cache_flags(plan.clean, plan.options) == ("--cache-from", ref, "--cache-to", f"{ref},mode=max")
+
+
+def test_cache_none_turns_it_off_for_a_remote_registry():
+    plan = make(registry="localhost:5000/ab", cache="none")
+    assert P.cache_flags(plan.wheels, plan.options) == ()

@@ -1,6 +1,6 @@
 import pytest
 
-from cleanbuild.versions import ImageVersions, normalise, rocm_version
+from cleanbuild.versions import normalise, rocm_version
 
 
 @pytest.mark.parametrize("raw,expected", [
@@ -27,11 +27,3 @@ def test_rocm_version_never_crashes(raw, expected):
 ])
 def test_normalise(raw, expected):
     assert normalise(raw) == expected
-
-
-def test_image_versions_from_versions_json():
-    v = ImageVersions.from_json({
-        "rocm": "6.4.1.60401-83~24.04", "python": "3.12.3", "arch": "gfx942", "enable_ck": 0,
-        "packages": {"torch": "2.11.0+rocm7.2", "amd-aiter": "0.1.8-dev3", "atom": "0.1.0", "triton": "3.6.0"},
-    })
-    assert (v.rocm, v.torch, v.aiter, v.atom, v.ck) == ("6.4.1", "2.11.0+rocm7.2", "0.1.8.dev3", "0.1.0", False)

@@ -60,20 +60,37 @@ def run_cli():
     return run
 
 
-@pytest.fixture(scope="session")
-def aiter_checkout(tmp_path_factory) -> Path:
-    """A checkout of the real aiter at the pin, from the shared bare repository (only aiter/ checked out)."""
+def checkout_aiter(dest: Path, commit: str, paths: tuple[str, ...] = ("/aiter/",)) -> Path:
+    """A sparse checkout of the real aiter at commit (only paths), from the shared bare repository.
+
+    Skips (fails when CI=true) without git or the repository; ATOM_BUILD_UPSTREAM names the folder holding it.
+    """
     upstream = Path(os.environ.get("ATOM_BUILD_UPSTREAM") or REPO / ".." / "shared" / "upstream").resolve()
     bare = upstream / "aiter.git"
     if shutil.which("git") is None or not bare.is_dir():
         missing(f"no git or no {bare} (set ATOM_BUILD_UPSTREAM to the folder holding aiter.git)")
-    dest = tmp_path_factory.mktemp("aiter-pin") / "aiter"
     git = ["git", "-c", "safe.directory=*", "-c", "advice.detachedHead=false"]
     for args in (["clone", "-q", "--no-checkout", str(bare), str(dest)],
-                 ["-C", str(dest), "sparse-checkout", "set", "--no-cone", "/aiter/"],
-                 ["-C", str(dest), "checkout", "-q", AITER_PIN]):
+                 ["-C", str(dest), "sparse-checkout", "set", "--no-cone", *paths],
+                 ["-C", str(dest), "checkout", "-q", commit]):
         subprocess.run([*git, *args], check=True, capture_output=True, timeout=120)  # noqa: S603
     return dest
+
+
+@pytest.fixture(scope="session")
+def aiter_checkout(tmp_path_factory) -> Path:
+    """A checkout of the real aiter at the pin, from the shared bare repository (only aiter/ checked out)."""
+    return checkout_aiter(tmp_path_factory.mktemp("aiter-pin") / "aiter", AITER_PIN)
+
+
+@pytest.fixture(scope="session")
+def aiter_at(tmp_path_factory):
+    """at(commit, paths) -> a sparse checkout of the real aiter at commit holding only paths."""
+
+    def at(commit: str, paths: tuple[str, ...] = ("/aiter/",)) -> Path:
+        return checkout_aiter(tmp_path_factory.mktemp(f"aiter-{commit[:8]}") / "aiter", commit, paths)
+
+    return at
 
 
 @pytest.fixture(scope="session")

@@ -35,7 +35,7 @@ def test_unpatched_wheel_falls_back_to_torch(aiter_wheel_root, cpu_ctx):
     res = gemm_hipblaslt.run(cpu_ctx("gfx942", aiter_root=aiter_wheel_root))
     case = next(c for c in res.cases if c.name == "untuned-shape-fallback")
     assert case.status == "failed"
-    assert "['torch']" in case.note
+    assert "untuned M=4099 N=4097 K=4096 bpreshuffle=False -> 'torch'" in case.note
 
 
 def test_hipblaslt_fallback_passes_once_patched(aiter_wheel_root, cpu_ctx, tmp_path):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from validation import aiter_lookup
 from validation.aiter_probe import try_import
-from validation.aiter_source import fallback_libtypes
 from validation.checks.common import fp8_operands, operands, reference, shapes
 from validation.checks.context import Context
 from validation.metrics import compare
@@ -15,6 +15,8 @@ from validation.report import Case, CheckResult
 NAME = "gemm-hipblaslt"
 # M, N, K no tuned CSV carries (odd sizes), so the lookup must take its default.
 UNTUNED = (4099, 4097, 4096)
+# The same with N and K multiples of 64: pre-shuffled weights of such shapes may take aiter's asm default.
+UNTUNED_PRESHUFFLED = (4099, 4096, 4096)
 
 
 def run(ctx: Context) -> CheckResult:
@@ -52,13 +54,30 @@ def _fallback_case(ctx: Context) -> Case:
         return Case.verdict(name, lib == "hipblaslt", "aiter", f"lookup for M={M} N={N} K={K} picked {lib!r}")
     if ctx.aiter_root is None:
         return Case.skipped(name, "aiter", "aiter not installed and no --aiter-src: nothing to look up")
-    src = ctx.aiter_root / "tuned_gemm.py"
-    if not src.is_file():
-        return Case.verdict(name, False, "aiter-source", f"{src} missing")
-    libs = fallback_libtypes(src)
-    return Case.verdict(name, libs == {"hipblaslt"}, "aiter-source",
-                        f"lookup not runnable here ({ctx.aiter_on_gpu}); read from {src.name}: untuned shapes "
-                        f"fall back to {sorted(libs)}")
+    return _executed_fallback_case(ctx, name)
+
+
+def _executed_fallback_case(ctx: Context, name: str) -> Case:
+    """aiter cannot run here: execute its lookup for the target arch with its runtime stubbed, no tuned CSV."""
+    cu = ctx.cu_num or ctx.arch.default_cu_num
+    try:
+        with aiter_lookup.load(ctx.aiter_root, ctx.arch.name, cu) as lookup:
+            picked = untuned_libtypes(lookup.config, lookup.accepts("bpreshuffle"))
+            where = lookup.describe()
+    except aiter_lookup.AiterLookupError as e:
+        return Case.verdict(name, False, "aiter-executed", f"{e} (aiter itself not run: {ctx.aiter_on_gpu})")
+    got = "; ".join(f"{q} -> {lib!r}" for q, lib in picked.items())
+    ok = set(picked.values()) == {"hipblaslt"}
+    return Case.verdict(name, ok, "aiter-executed",
+                        f"bf16 {got}; {where}, no tuned CSV; aiter itself not run ({ctx.aiter_on_gpu})")
+
+
+def untuned_libtypes(config, preshuffle: bool) -> dict[str, str]:
+    """{query: libtype} a lookup `config(M, N, K, bpreshuffle=...)` gives the untuned shapes: the plain one, and
+    the pre-shuffled one where the lookup has bpreshuffle (amd-aiter 0.1.7's has not)."""
+    queries = [(UNTUNED, False)] + ([(UNTUNED_PRESHUFFLED, True)] if preshuffle else [])
+    return {f"untuned M={M} N={N} K={K} bpreshuffle={pre}": config(M, N, K, bpreshuffle=pre).get("libtype")
+            for (M, N, K), pre in queries}
 
 
 def _torch_cases(ctx: Context) -> list[Case]:

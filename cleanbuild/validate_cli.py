@@ -1,0 +1,40 @@
+"""`nox -s validate -- --image TAG ...`: build-clean's validate step, on any image (cleanbuild.commands.validate)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .commands import validate
+from .errors import CleanBuildError
+from .settings import Inputs
+
+
+def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    cut = argv.index("--") if "--" in argv else len(argv)
+    p = argparse.ArgumentParser(prog="nox -s validate --", description=__doc__)
+    p.add_argument("--image", required=True, help="image (tag or ID) to validate")
+    p.add_argument("--arch", help="gfx942|gfx950 (default: the image's io.atom-build.arch label)")
+    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda", help="cuda needs a ROCm host (/dev/kfd)")
+    p.add_argument("--gpu", help="GPU indices, e.g. 0 or 0,1 (default: all)")
+    p.add_argument("--user", help="run the container as UID[:GID]")
+    p.add_argument("--json", type=Path, default=None, help="where to copy the report (default reports/validate-<run>.json)")
+    p.add_argument("--debug", action="store_true")
+    return p.parse_args(argv[:cut]), argv[cut + 1:]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, rest = parse(sys.argv[1:] if argv is None else argv)
+    inputs = Inputs(arch=args.arch, device=args.device, gpus=args.gpu, container_user=args.user)
+    try:
+        return validate(args.image, inputs, {}, rest=tuple(rest), dest=args.json)
+    except CleanBuildError as exc:
+        if args.debug:
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""cleanbuild.engine without an engine: the error boundary (every SDK or transport error -> one line and a fixed
+exit code), containers removed in `finally`, and run specs handed to the SDK as they are (a ':' in a host path)."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+
+import pytest
+import requests
+
+import docker
+from cleanbuild import engine, metadata
+from cleanbuild.errors import EnvironmentProblem, StepFailed, UsageError
+from cleanbuild.plan import RunSpec
+
+
+@engine._boundary
+def raises(exc: Exception):
+    raise exc
+
+
+@pytest.mark.parametrize("exc,kind,code,text", [
+    (docker.errors.ImageNotFound("No such image: atom:nope"), UsageError, 2, "image not found: No such image: atom:nope"),
+    (docker.errors.APIError("500 Server Error", explanation="invalid reference format"), StepFailed, 1,
+     "the Docker engine refused raises: invalid reference format."),
+    (requests.ConnectionError("Connection aborted"), EnvironmentProblem, 3,
+     "the Docker engine failed during raises (ConnectionError: Connection aborted)"),
+    (docker.errors.DockerException("Error while fetching server API version"), EnvironmentProblem, 3,
+     "the Docker engine failed during raises (DockerException"),
+])
+def test_sdk_errors_leave_the_boundary_as_one_line_with_a_fixed_code(exc, kind, code, text):
+    with pytest.raises(kind) as info:
+        raises(exc)
+    assert (info.value.exit_code, "\n" in str(info.value), str(info.value).startswith(text)) == (code, False, True)
+
+
+def test_our_own_errors_pass_the_boundary_unchanged():
+    error = UsageError("mine")
+    with pytest.raises(UsageError) as info:
+        raises(error)
+    assert info.value is error
+
+
+def test_an_unreachable_engine_is_an_environment_problem(monkeypatch):
+    def from_env(**kwargs):
+        raise docker.errors.DockerException("Error while fetching server API version")
+
+    monkeypatch.setattr(docker, "from_env", from_env)
+    with pytest.raises(EnvironmentProblem, match=r"the Docker engine is not reachable \(DockerException\)"):
+        engine.client()
+
+
+# ---- fakes of the SDK objects the engine module uses ----------------------------------------------------------
+
+class FakeContainer:
+    def __init__(self, log: list, archive: bytes | BaseException = b"", start_error: Exception | None = None):
+        self.log, self.archive, self.start_error = log, archive, start_error
+
+    def get_archive(self, path):
+        if isinstance(self.archive, BaseException):
+            raise self.archive
+        return [self.archive], {}
+
+    def start(self):
+        self.log.append("start")
+        if self.start_error:
+            raise self.start_error
+
+    def wait(self, timeout):
+        return {"StatusCode": 3}
+
+    def logs(self, stdout, stderr):
+        return b"out \xff\n"
+
+    def remove(self, force):
+        self.log.append("remove")
+
+
+class FakeClient:
+    def __init__(self, container: FakeContainer):
+        self.container = container
+        self.created: list[tuple] = []
+        self.containers = self
+
+    def create(self, image, command=None, **kwargs):
+        self.created.append((image, command, kwargs))
+        return self.container
+
+
+def tar_of(name: str, data: bytes) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def test_read_file_returns_the_bytes_and_removes_its_container():
+    log: list = []
+    cli = FakeClient(FakeContainer(log, tar_of("versions.json", b'{"schema": 2}')))
+    assert engine.read_file(cli, "img", metadata.VERSIONS_PATH, "run-1") == b'{"schema": 2}'
+    assert log == ["remove"] and cli.created[0][2]["labels"] == {metadata.RUN_LABEL: "run-1"}
+
+
+def test_read_file_of_an_absent_path_is_none_and_removes_its_container():
+    log: list = []
+    cli = FakeClient(FakeContainer(log, docker.errors.NotFound("no such file")))
+    assert (engine.read_file(cli, "img", "/nope", "r"), log) == (None, ["remove"])
+
+
+def test_read_file_removes_its_container_when_interrupted():
+    log: list = []
+    cli = FakeClient(FakeContainer(log, KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        engine.read_file(cli, "img", "/x", "r")
+    assert log == ["remove"]
+
+
+def test_read_json_of_garbage_is_a_usage_error():
+    cli = FakeClient(FakeContainer([], tar_of("v.json", b"{not json")))
+    with pytest.raises(UsageError, match="img:/opt/atom-build/versions.json is not valid JSON"):
+        engine.read_json(cli, "img", metadata.VERSIONS_PATH, "r")
+
+
+SPEC = RunSpec(step="smoke", name="atom-smoke-r1", command=("python", "smoke.py"),
+               mounts=(("/models/llama:8b", "/model", "ro"),), env=(("A", "1"),), run_id="r1")
+
+
+def test_run_container_returns_exit_code_and_decoded_logs_and_removes_it(capsys):
+    log: list = []
+    result = engine.run_container(FakeClient(FakeContainer(log)), "img", SPEC)
+    assert (result.exit_code, result.logs, log) == (3, "out \ufffd\n", ["start", "remove"])
+
+
+def test_a_container_that_fails_to_start_is_removed(capsys):
+    log: list = []
+    cli = FakeClient(FakeContainer(log, start_error=docker.errors.APIError("error gathering device information")))
+    with pytest.raises(StepFailed, match="the Docker engine refused run_container"):
+        engine.run_container(cli, "img", SPEC)
+    assert log == ["start", "remove"]
+
+
+def test_a_host_path_with_a_colon_is_mounted_as_it_is(capsys):
+    cli = FakeClient(FakeContainer([]))
+    engine.run_container(cli, "img", SPEC)
+    kwargs = cli.created[0][2]
+    assert [(m["Source"], m["Target"], m["ReadOnly"]) for m in kwargs["mounts"]] == [("/models/llama:8b", "/model", True)]
+    assert (kwargs["labels"], kwargs["name"], kwargs["network_mode"]) == ({metadata.RUN_LABEL: "r1"}, "atom-smoke-r1", "none")
+
+
+def test_gpu_settings_apply_only_to_gpu_specs():
+    gpu = {"devices": ["/dev/kfd:/dev/kfd"], "group_add": ["992"], "environment": {"HIP_VISIBLE_DEVICES": "0"}}
+    cpu = engine._sdk_kwargs(SPEC, gpu)
+    on_gpu = engine._sdk_kwargs(RunSpec(**{**SPEC.__dict__, "gpu": True}), gpu)
+    assert ("devices" in cpu, cpu["environment"]) == (False, {"A": "1"})
+    assert (on_gpu["group_add"], on_gpu["environment"]) == (["992"], {"A": "1", "HIP_VISIBLE_DEVICES": "0"})

@@ -1,0 +1,68 @@
+"""cleanbuild.report and cleanbuild.record without an engine: pure functions of the plan and the build record."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cleanbuild import metadata, profiles, report
+from cleanbuild import plan as P
+from cleanbuild.arch import Arch
+from cleanbuild.record import BuildRecord, StepRecord, Wheels, clean_labels
+from tests.support.upstream import AITER_PIN
+
+STEPS = (StepRecord("preflight", "passed", 0.1, "engine 26.1"), StepRecord("wheels", "failed", 2.0, "boom"))
+
+
+@pytest.fixture
+def reports(tmp_path, monkeypatch):
+    monkeypatch.setattr(report, "REPORTS", tmp_path / "reports")
+    return tmp_path / "reports"
+
+
+def offline_plan(**kw) -> P.Plan:
+    return P.make_plan(profiles.load("offline"), P.Options(arch=Arch.GFX942, run_id="r1", **kw))
+
+
+def test_a_failed_run_writes_its_report_under_the_run_id(reports):
+    rec = BuildRecord(run_id="r1", started=0.0, started_at="2026-11-29T00:00:00+00:00", steps=STEPS)
+    folder = report.write(offline_plan(), rec, None, failed=True, error="the wheels build failed")
+    data = json.loads((folder / "report.json").read_text())
+    assert folder == reports / "atom-gfx942" / "r1-failed"
+    assert (data["status"], data["error"], [s["name"] for s in data["steps"]]) == (
+        "failed", "the wheels build failed", ["preflight", "wheels"])
+    assert "- status: failed (the wheels build failed)" in (folder / "report.md").read_text()
+
+
+def test_rewriting_a_report_leaves_no_temporary_folder(reports):
+    rec = BuildRecord(run_id="r1", started=0.0, started_at="now", steps=STEPS)
+    report.write(offline_plan(), rec, None, failed=True)
+    report.write(offline_plan(), rec, None, failed=True)
+    assert sorted(p.name for p in (reports / "atom-gfx942").iterdir()) == ["r1-failed"]
+
+
+def test_offline_report_lists_each_substitution_once():
+    subs = report._substitutes(offline_plan())
+    assert [s.split()[0] for s in subs] == ["base", "torch", "repos", "aiter", "mori", "validation"]
+    assert subs[3].endswith("no HIP/CK build (that needs ROCm); PREBUILD_KERNELS=0")
+
+
+def test_default_report_lists_no_substitution():
+    plan = P.make_plan(profiles.load("default"), P.Options(arch=Arch.GFX942))
+    assert report._substitutes(plan) == []
+
+
+def test_clean_labels_carry_pins_and_manifest_facts():
+    plan = offline_plan()
+    manifest = {"lock_sha256": "sha256:ab", "sources": {"aiter": {"sha": AITER_PIN, "describe": "v0.1.19-38"}},
+                "wheels": [{"component": "aiter", "name": "amd-aiter", "version": "0.1.20"},
+                           {"component": "deps", "name": "numpy", "version": "2.3.4"}]}
+    rec = BuildRecord(run_id="r1", started=0.0, started_at="now",
+                      wheels=Wheels(plan.wheels.image, "sha256:w", False, manifest, "sha256:m"))
+    labels = dict(clean_labels(plan, rec))
+    assert labels[metadata.label("source.aiter")] == f"../shared/upstream/aiter.git@{AITER_PIN}"
+    assert labels[metadata.label("commit.aiter")] == f"{AITER_PIN} (v0.1.19-38)"
+    assert (labels[metadata.label("lock-digest")], labels[metadata.label("wheels-manifest-digest")]) == (
+        "sha256:ab", "sha256:m")
+    assert labels[metadata.label("version.amd-aiter")] == "0.1.20" and metadata.label("version.numpy") not in labels

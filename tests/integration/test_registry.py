@@ -1,0 +1,178 @@
+"""Build once, run on many nodes: a real registry on 127.0.0.1 (Debian's docker-registry, started by .ci/run or
+here), two "machines" simulated by removing the images and the BuildKit cache in between, promotion by digest."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from cleanbuild import commands, engine
+from cleanbuild.errors import StepFailed
+from cleanbuild.plan import make_plan
+from cleanbuild.settings import Inputs
+from tests.support.builds import REPO, offline_plan
+from tests.support.tiny_model import make_tiny_model
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+RUN = os.urandom(3).hex()
+MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2):  # noqa: S310 - a local test registry
+            return True
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _start(port: int, storage: Path) -> subprocess.Popen:
+    conf = storage / "config.yml"
+    conf.write_text(f"version: 0.1\nlog: {{level: error}}\nstorage:\n  filesystem: {{rootdirectory: {storage}}}\n"
+                    f"  delete: {{enabled: true}}\nhttp: {{addr: \"127.0.0.1:{port}\"}}\n")
+    proc = subprocess.Popen(["docker-registry", "serve", str(conf)], stdout=subprocess.DEVNULL,  # noqa: S603,S607
+                            stderr=subprocess.DEVNULL)
+    for _ in range(50):
+        if _answers(f"http://127.0.0.1:{port}/v2/"):
+            return proc
+        time.sleep(0.2)
+    proc.kill()
+    pytest.fail(f"docker-registry did not start on 127.0.0.1:{port}")
+
+
+@pytest.fixture(scope="module")
+def registry(docker_engine, tmp_path_factory) -> str:
+    """127.0.0.1:5000 when .ci/run started it, else one started here for this module."""
+    if _answers("http://127.0.0.1:5000/v2/"):
+        yield "127.0.0.1:5000"
+        return
+    if shutil.which("docker-registry") is None:
+        pytest.fail("no registry on 127.0.0.1:5000 and no docker-registry binary (run .ci/start-registry.sh)")
+    proc = _start(5000, tmp_path_factory.mktemp("registry"))
+    yield "127.0.0.1:5000"
+    proc.kill()
+
+
+def registry_digest(registry: str, repo: str, tag: str) -> str | None:
+    request = urllib.request.Request(f"http://{registry}/v2/{repo}/manifests/{tag}", method="HEAD",
+                                     headers={"Accept": MANIFEST})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+            return response.headers["Docker-Content-Digest"]
+    except urllib.error.HTTPError:
+        return None
+
+
+def registry_tags(registry: str, repo: str) -> list[str]:
+    try:
+        with urllib.request.urlopen(f"http://{registry}/v2/{repo}/tags/list", timeout=10) as response:  # noqa: S310
+            return sorted(json.loads(response.read()).get("tags") or [])
+    except urllib.error.HTTPError:
+        return []
+
+
+def invoke(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=2400, env={**os.environ, "CI": "true"})
+
+
+def forget_machine(cli, prefix: str) -> None:
+    """The second machine has none of the first one's images and no BuildKit cache."""
+    for image in cli.images.list():
+        for tag in image.tags:
+            if tag.startswith(prefix):
+                cli.images.remove(tag, force=True)
+    subprocess.run(["docker", "builder", "prune", "-af"], check=True, capture_output=True)  # noqa: S603,S607
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory) -> Path:
+    return make_tiny_model(tmp_path_factory.mktemp("model"))
+
+
+def test_two_machines_build_once_and_promote_by_digest(docker_engine, offline_builds, registry, model):
+    prefix = f"{registry}/itest-{RUN}"
+    first = invoke("build-clean", "--profile", "offline", "--arch", "gfx950", "--ck-free", "--registry", prefix,
+                   "--progress", "plain", "--user", f"ci-reg-{RUN}")
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "wheels (" in first.stderr and "built and pushed" in first.stderr
+    plan = offline_plan(offline_builds["gfx950-ckfree"].variant)
+    plan = make_plan(plan.profile, replace(plan.options, registry=prefix))
+    for image in (plan.wheels.image, plan.clean.image, plan.patch.image):
+        repo, tag = image.removeprefix(registry + "/").rsplit(":", 1)
+        assert tag in registry_tags(registry, repo), image
+
+    forget_machine(docker_engine, prefix)
+    second = invoke("build-clean", "--profile", "offline", "--arch", "gfx950", "--ck-free", "--registry", prefix,
+                    "--progress", "plain", "--user", f"ci-reg-{RUN}")
+    assert second.returncode == 0, second.stderr[-3000:]
+    for step in ("wheels", "clean", "patch"):
+        line = next(ln for ln in second.stderr.splitlines() if ln.startswith(f"✓ {step} ("))
+        assert "pulled from the registry by content key" in line, line
+    assert "built and pushed" not in second.stderr
+
+    repo, tag = plan.patch.image.removeprefix(registry + "/").rsplit(":", 1)
+    digest = registry_digest(registry, repo, tag)
+    promoted = invoke("promote", f"{registry}/{repo}@{digest}", "--arch", "gfx950", "--profile", "offline",
+                      "--model", str(model), "--registry", prefix, "--user", f"ci-reg-{RUN}")
+    assert promoted.returncode == 0, promoted.stderr[-3000:]
+    released = [t for t in registry_tags(registry, f"itest-{RUN}/atom-gfx950-ckfree") if t.startswith(f"ci-reg-{RUN}_")]
+    assert len(released) == 2 and released[1] == released[0] + ".report", released
+    assert registry_digest(registry, f"itest-{RUN}/atom-gfx950-ckfree", released[0]) == digest  # what passed is what is tagged
+
+
+def test_promote_refuses_a_node_of_another_arch(docker_engine, offline_builds, registry, model):
+    prefix = f"{registry}/itest-{RUN}"
+    plan = make_plan(offline_plan(offline_builds["gfx950-ckfree"].variant).profile,
+                     replace(offline_plan(offline_builds["gfx950-ckfree"].variant).options, registry=prefix))
+    result = invoke("promote", plan.patch.image, "--arch", "gfx942", "--profile", "offline", "--model", str(model),
+                    "--registry", prefix)
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+    assert lines == [f"error: this node is gfx942 and {plan.patch.image} is built for gfx950. To fix, promote it on a gfx950 node."]
+
+
+def test_a_registry_that_goes_away_mid_push_leaves_no_release(docker_engine, offline_builds, tmp_path, model, monkeypatch):
+    """Its own registry on another port, stopped as the release push starts: one line, no tag anywhere."""
+    port = 5099
+    proc = _start(port, tmp_path)
+    prefix = f"127.0.0.1:{port}/gone-{RUN}"
+    built = offline_builds["gfx950-ckfree"]
+    try:
+        engine.tag(docker_engine, built.record.candidate_id, f"{prefix}/candidate", "x")
+        digest = engine.push(docker_engine, f"{prefix}/candidate:x")
+        real_push = engine.push
+
+        def push_after_the_registry_died(cli, ref):
+            if "/atom-" in ref:
+                proc.kill()
+                proc.wait()
+            return real_push(cli, ref)
+
+        monkeypatch.setattr(engine, "push", push_after_the_registry_died)
+        with pytest.raises(StepFailed) as info:
+            commands.promote(f"{prefix}/candidate@{digest}", Inputs(arch="gfx950", profile="offline", model=str(model),
+                                                                   registry=prefix, user=f"ci-gone-{RUN}"), {})
+        assert str(info.value).startswith(f"push of {prefix}/atom-gfx950-ckfree:ci-gone-{RUN}_")
+        assert "\n" not in str(info.value)
+        local = [t for i in docker_engine.images.list() for t in i.tags if t.startswith(f"{prefix}/atom-gfx950-ckfree:ci-gone-{RUN}_")]
+        assert local == []  # cleanup removed the release tag it had applied
+        monkeypatch.setattr(engine, "push", real_push)
+        proc = _start(port, tmp_path)
+        assert [t for t in registry_tags(f"127.0.0.1:{port}", f"gone-{RUN}/atom-gfx950-ckfree") if "ci-gone" in t] == []
+    finally:
+        proc.kill()
+        for image in docker_engine.images.list():
+            for tag in image.tags:
+                if tag.startswith(prefix):
+                    docker_engine.images.remove(tag, force=True)

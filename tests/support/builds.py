@@ -1,0 +1,87 @@
+"""The offline images the integration tier needs, each built once per session through the pipeline's own steps.
+
+Two variants cover what the tests prove: gfx950 CK-free (the issue's first done-criterion) and gfx942 with CK
+(the other arch AND the other CK mode, so the shared venv layer is shown across both at once). Each build is the
+same preflight -> prepare -> wheels -> clean -> patch that build-clean runs, on the real aiter and ATOM pins.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from cleanbuild import engine, pipeline, prepare, profiles
+from cleanbuild.arch import Arch
+from cleanbuild.plan import Options, Plan, make_plan
+from cleanbuild.record import BuildRecord
+from cleanbuild.settings import ca_bundle
+
+REPO = Path(__file__).resolve().parents[2]
+SESSION_RUN = "itest"
+
+
+@dataclass(frozen=True)
+class Variant:
+    arch: str
+    ck_free: bool
+
+    @property
+    def ck_mode(self) -> str:
+        return "ckfree" if self.ck_free else "ck"
+
+    @property
+    def name(self) -> str:
+        return f"{self.arch}-{self.ck_mode}"
+
+
+VARIANTS = (Variant("gfx950", True), Variant("gfx942", False))
+
+
+@dataclass(frozen=True)
+class Built:
+    variant: Variant
+    plan: Plan
+    record: BuildRecord
+
+    @property
+    def wheels(self) -> str:
+        return self.plan.wheels.image
+
+    @property
+    def clean(self) -> str:
+        return self.plan.clean.image
+
+    @property
+    def candidate(self) -> str:
+        return self.plan.patch.image
+
+
+def offline_plan(variant: Variant, run_id: str = SESSION_RUN, *, model: Path | None = None, user: str = "user",
+                 overrides: dict | None = None) -> Plan:
+    profile = profiles.load("offline", overrides)
+    options = Options(arch=Arch.parse(variant.arch), ck_free=variant.ck_free, run_id=f"{run_id}-{variant.name}",
+                      progress="plain", ca_bundle=ca_bundle("auto"), model=model, user=user)
+    return make_plan(profile, options)
+
+
+def build_variant(cli, variant: Variant) -> Built:
+    plan = offline_plan(variant)
+    rec = pipeline.run(plan, cli, ("preflight", "prepare", "wheels", "clean", "patch"), failed_report=False)
+    return Built(variant, plan, rec)
+
+
+def standin_base(cli) -> str:
+    plan = offline_plan(VARIANTS[0])
+    return prepare.ensure_standin(plan.prepare, plan.options.cache_dir, lambda ref: engine.image_id(cli, ref) is not None)
+
+
+def with_options(plan: Plan, **changes) -> Plan:
+    return replace(plan, options=replace(plan.options, **changes))
+
+
+def build_with(spec, options: Options, **args: str) -> str:
+    """One build of a plan's spec with some build arguments changed (a failure raises cleanbuild's BuildFailed)."""
+    from cleanbuild import buildx
+
+    return buildx.build(replace(spec, build_args=tuple(sorted({**dict(spec.build_args), **args}.items()))), options,
+                        show=False)

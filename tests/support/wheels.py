@@ -1,0 +1,33 @@
+"""Tiny wheels written with zipfile: a .dist-info with METADATA, WHEEL and RECORD, plus the files given."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import zipfile
+from pathlib import Path
+
+
+def _record_hash(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def make_wheel(folder: Path, name: str, version: str, files: dict[str, bytes] | None = None,
+               requires: tuple[str, ...] = (), tag: str = "py3-none-any") -> Path:
+    """folder/<name>-<version>-<tag>.whl installing `files` (default: <name>/__init__.py)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    dist = re.sub(r"[-_.]+", "_", name)
+    info = f"{dist}-{version}.dist-info"
+    metadata = "".join([f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+                        *(f"Requires-Dist: {r}\n" for r in requires)])
+    content = dict(files if files is not None else {f"{dist}/__init__.py": b""})
+    content[f"{info}/METADATA"] = metadata.encode()
+    content[f"{info}/WHEEL"] = f"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: {tag}\n".encode()
+    record = "".join(f"{path},{_record_hash(data)},{len(data)}\n" for path, data in content.items())
+    content[f"{info}/RECORD"] = (record + f"{info}/RECORD,,\n").encode()
+    path = folder / f"{dist}-{version}-{tag}.whl"
+    with zipfile.ZipFile(path, "w") as zf:
+        for member, data in content.items():
+            zf.writestr(member, data)
+    return path
