@@ -23,7 +23,9 @@ def _check_site_files() -> None:
     from cleanbuild.errors import UsageError
     from cleanbuild.settings import site_config
 
-    files = [Path(__file__).with_name("invoke.yaml"), *[Path(p) for p in [os.environ.get("INVOKE_RUNTIME_CONFIG")] if p]]
+    given = [sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1]) if a in ("-f", "--config")]
+    files = [Path(__file__).with_name("invoke.yaml"),
+             *[Path(p) for p in [os.environ.get("INVOKE_RUNTIME_CONFIG"), *given] if p]]
     for path in files:
         if not path.is_file():
             continue

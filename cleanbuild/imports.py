@@ -160,7 +160,7 @@ def _walk(node: ast.AST, optional: bool) -> Iterator[tuple[ast.AST, bool]]:
         for child in [*node.orelse, *node.finalbody, *(s for h in node.handlers for s in h.body)]:
             yield from _walk(child, optional)
         return
-    if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+    if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
         for child in node.orelse:
             yield from _walk(child, optional)
         return

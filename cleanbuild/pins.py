@@ -152,12 +152,25 @@ def pypi_pin(name: str, package: str, version: str, python: str) -> Row:
     files = data.get("releases", {}).get(version)
     if files is None:
         return Row(name, f"{package}=={version}", "WRONG", f"PyPI has no {package} {version}. To fix, pin a released version.")
-    tag = "cp" + python.replace(".", "")
-    wheels = [f["filename"] for f in files if f["filename"].endswith(".whl") and (tag in f["filename"] or "py3-none" in f["filename"])
-              and (("linux" in f["filename"] and "x86_64" in f["filename"]) or f["filename"].endswith("-any.whl"))]
+    wheels = [f["filename"] for f in files if installable(f["filename"], python)]
     if not wheels:
         return Row(name, f"{package}=={version}", "WRONG", f"{package} {version} has no wheel for Python {python}. To fix, pin one that has.")
     return Row(name, f"{package}=={version}", "ok", f"on PyPI: {wheels[0]}")
+
+
+def installable(filename: str, python: str) -> bool:
+    """A wheel a glibc x86_64 base with this CPython takes: cpXY, an abi3 wheel for an earlier CPython, or py3 pure;
+    manylinux or linux_x86_64 (never musllinux), or any."""
+    if not filename.endswith(".whl"):
+        return False
+    parts = filename[:-4].split("-")
+    py, abi, plat = parts[-3], parts[-2], parts[-1]
+    want = int(python.split(".")[1])
+    pythons = {p for p in py.split(".")}
+    ok_py = f"cp3{want}" in pythons or "py3" in pythons or (
+        abi == "abi3" and any(p.startswith("cp3") and p[3:].isdigit() and int(p[3:]) <= want for p in pythons))
+    ok_plat = plat == "any" or (("manylinux" in plat or plat.startswith("linux_")) and "x86_64" in plat)
+    return ok_py and ok_plat
 
 
 def index_pin(name: str, url: str, version: str, python: str) -> Row:

@@ -7,6 +7,7 @@
     torch-triton  the triton requirement of a torch wheel's own metadata (triton-rocm==3.6.0 for ROCm torch)
     source-facts  commit, date and `git describe` of a source checkout, as JSON
     no-nvidia     fail when an nvidia-* distribution is installed in this interpreter
+    scrub-uv      remove uv's per-distribution cache stamp (uv_cache.json) and its RECORD line
 
 Which components must be there follows the Dockerfile.wheels build arguments, read from the environment
 (TORCH_SOURCE, TORCHVISION_VERSION, MORI_SOURCE, ...). collect fails (exit 1, one line per problem) when an
@@ -305,6 +306,22 @@ def source_facts(src: Path) -> dict:
             "describe": git("describe", "--tags", "--always"), "repo": git("remote", "get-url", "origin")}
 
 
+def scrub_uv_records(site: Path) -> int:
+    """uv writes <dist>.dist-info/uv_cache.json (a timestamp for its cache) into every distribution it installs:
+    nothing at run time reads it, and it makes two builds of the same closure differ. Remove it and its RECORD
+    line, so RECORD still lists exactly what is on disk."""
+    removed = 0
+    for info in site.glob("*.dist-info/uv_cache.json"):
+        record = info.parent / "RECORD"
+        entry = f"{info.parent.name}/uv_cache.json,"
+        if record.is_file():
+            lines = record.read_text().splitlines(keepends=True)
+            record.write_text("".join(line for line in lines if not line.startswith(entry)))
+        info.unlink()
+        removed += 1
+    return removed
+
+
 def nvidia_packages() -> list[str]:
     """CUDA runtime wheels (nvidia-*) installed into this interpreter: a ROCm image must have none."""
     import importlib.metadata
@@ -337,6 +354,8 @@ def main(argv: list[str] | None = None) -> int:
     sf.add_argument("--src", type=Path, required=True)
     sf.add_argument("--out", type=Path, required=True)
     sub.add_parser("no-nvidia")
+    scrub = sub.add_parser("scrub-uv")
+    scrub.add_argument("--site", type=Path, required=True)
     args = parser.parse_args(argv)
     return COMMANDS[args.command](args)
 
@@ -380,7 +399,12 @@ def _cmd_no_nvidia(_args) -> int:
     return 1 if found else 0
 
 
-COMMANDS = {"collect": _cmd_collect, "lock-check": _cmd_lock_check, "split-lock": _cmd_split,
+def _cmd_scrub(args) -> int:
+    print(f"collect_wheels: removed uv_cache.json from {scrub_uv_records(args.site)} distributions")
+    return 0
+
+
+COMMANDS = {"scrub-uv": _cmd_scrub, "collect": _cmd_collect, "lock-check": _cmd_lock_check, "split-lock": _cmd_split,
             "torch-triton": _cmd_torch_triton, "source-facts": _cmd_source_facts, "no-nvidia": _cmd_no_nvidia}
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ if [ -s "$common/installer.txt" ]; then
     $nodeps -r "$reqs"
   /tmp/uv/bin/uv --no-config pip check --python /opt/venv/bin/python
   rm -rf /tmp/uv
+  # uv stamps each dist-info with uv_cache.json (a timestamp): two builds of one closure would differ.
+  python "$(dirname "$0")/collect_wheels.py" scrub-uv --site "$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 else
   # shellcheck disable=SC2086
   pip install --no-index $links --only-binary=:all: --require-hashes $nodeps -r "$reqs"

@@ -123,8 +123,6 @@ def test_bad_site_config_value_is_one_line_and_exit_2(capsys, tmp_path):
     assert (code, lines) == (2, ["error: --progress 'loud' is not one of auto, plain, tty, quiet."])
 
 
-@pytest.mark.xfail(strict=True, reason="tasks._check_site_files checks invoke.yaml and INVOKE_RUNTIME_CONFIG only: "
-                                       "`invoke -f BROKEN.yaml` reaches invoke's own YAML loader (traceback, exit 1)")
 def test_a_broken_file_given_with_f_is_refused_before_invoke_reads_it(capsys, tmp_path, monkeypatch):
     conf = tmp_path / "broken.yaml"
     conf.write_text("cleanbuild: [1, 2\n")

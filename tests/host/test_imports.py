@@ -196,8 +196,6 @@ def test_the_else_of_type_checking_is_checked():
     assert missing(check(source)) == [("aiter.gone2", None)]
 
 
-@pytest.mark.xfail(strict=True, reason="imports._walk skips the body of any `if` whose test mentions TYPE_CHECKING, "
-                                       "so `if not TYPE_CHECKING:` (code that runs) is never checked")
 def test_the_body_of_if_not_type_checking_is_checked():
     source = "from typing import TYPE_CHECKING\nif not TYPE_CHECKING:\n    from aiter.gone import runtime_name\n"
     assert missing(check(source)) == [("aiter.gone", None)]

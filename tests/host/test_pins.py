@@ -181,16 +181,12 @@ def test_pypi_that_does_not_answer_leaves_the_pin_unchecked(monkeypatch):
     assert pins.pypi_pin("triton", "triton", "3.6.0", "3.11").status == "unchecked"
 
 
-@pytest.mark.xfail(strict=True, reason="pins.pypi_pin matches only cpXY/py3-none tags: an abi3 wheel (cp39-abi3) "
-                                       "that serves every later Python is reported as no wheel")
 def test_pypi_pin_accepts_an_abi3_wheel(monkeypatch):
     answer = {"releases": {"44.0.0": [{"filename": "cryptography-44.0.0-cp39-abi3-manylinux_2_28_x86_64.whl"}]}}
     monkeypatch.setattr(pins, "_json", lambda url: answer)
     assert pins.pypi_pin("x", "cryptography", "44.0.0", "3.12").status == "ok"
 
 
-@pytest.mark.xfail(strict=True, reason="pins.pypi_pin takes any 'linux' wheel: a musllinux-only release is "
-                                       "reported ok, though the glibc base images cannot install it")
 def test_pypi_pin_refuses_a_musllinux_only_release(monkeypatch):
     answer = {"releases": {"1.0": [{"filename": "foo-1.0-cp312-cp312-musllinux_1_2_x86_64.whl"}]}}
     monkeypatch.setattr(pins, "_json", lambda url: answer)

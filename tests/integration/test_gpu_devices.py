@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from cleanbuild import engine
 from cleanbuild import gpu as G
-from cleanbuild import offline
 from cleanbuild.errors import EnvironmentProblem
+from cleanbuild.plan import RunSpec
 
 pytestmark = pytest.mark.docker
 
@@ -24,9 +25,9 @@ PROBE = (f"id -G; echo {SECTION}; ls -ln /dev/dri; echo {SECTION}; env; echo {SE
 
 
 @pytest.fixture(scope="module")
-def image(docker_engine) -> str:
+def image(docker_engine, standin_base) -> str:
     """The stand-in base (mmdebstrap minbase): a real image whose /etc/group has no `render`."""
-    name = offline.ensure_standin_base()
+    name = standin_base
     status, logs = run(docker_engine, name, "grep -c '^render:' /etc/group", {})
     assert (status, logs.strip()) == (1, "0"), "the test image must lack a render group"
     return name
@@ -114,3 +115,20 @@ def test_every_gpu_is_passed_when_none_is_chosen(docker_engine, image, host):
                        {**G.run_flags(access), **G.compute_options("smoke")})
     assert status == 0, logs
     assert logs.split() == ["renderD128", "renderD129", "HIP_VISIBLE_DEVICES=0,1", "ROCR_VISIBLE_DEVICES=0,1"]
+
+
+def test_the_executors_gpu_run_passes_exactly_the_chosen_node(docker_engine, image, host, tmp_path):
+    """The path validate and smoke take: a RunSpec with gpu=True through engine.run_container with the GPU kwargs
+    of cleanbuild.gpu (no group name anywhere, only the nodes' numbers)."""
+    access = G.device_access((0,), dev_root=host[0], sysfs=host[1], arch="gfx942")
+    spec = RunSpec(step="validate", name=f"atom-validate-gputest-{uuid.uuid4().hex[:8]}",
+                   command=("sh", "-c", "id -G; ls /dev/dri; env | grep VISIBLE_DEVICES | sort"), gpu=True,
+                   workdir="/", run_id="gputest")
+    flags = {**G.run_flags(access), **G.compute_options("validate")}
+    assert all(isinstance(g, str) and g.isdigit() for g in flags["group_add"])
+    result = engine.run_container(docker_engine, image, spec, flags)
+    assert result.exit_code == 0, result.logs
+    lines = result.logs.split()
+    assert {str(VIDEO_GID), str(KFD_GID)} <= set(lines) and str(RENDER_GID) not in lines
+    assert lines[-3:] == ["renderD128", "HIP_VISIBLE_DEVICES=0", "ROCR_VISIBLE_DEVICES=0"]
+    assert docker_engine.containers.list(all=True, filters={"name": spec.name}) == []

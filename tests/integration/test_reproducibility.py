@@ -1,0 +1,45 @@
+"""The same inputs give the same image: two cold builds of the offline profile (BuildKit cache pruned in between)
+give byte-identical wheels manifests, and their clean images the same installed files and RECORD hashes.
+The comparison is written to reports/reproducibility/ (with why image IDs may still differ)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import replace
+
+import pytest
+
+from cleanbuild import buildx, reproduce
+from tests.support.builds import REPO, VARIANTS, offline_plan
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+
+def cold_build(cli, n: int) -> tuple[str, str]:
+    """wheels and clean images of gfx950 CK-free under their own names, from a pruned BuildKit cache."""
+    subprocess.run(["docker", "builder", "prune", "-af"], check=True, capture_output=True)  # noqa: S603,S607
+    plan = offline_plan(VARIANTS[0], run_id=f"repro{n}")
+    wheels = replace(plan.wheels, image=f"atom-build/repro:wheels-{n}")
+    buildx.build(wheels, plan.options, show=False)
+    clean = replace(plan.clean, image=f"atom-build/repro:clean-{n}",
+                    build_args=tuple((k, wheels.image if k == "WHEELS_IMAGE" else v) for k, v in plan.clean.build_args))
+    buildx.build(clean, plan.options, show=False)
+    return wheels.image, clean.image
+
+
+def test_two_cold_builds_give_the_same_closure(docker_engine, offline_builds):
+    first, second = cold_build(docker_engine, 1), cold_build(docker_engine, 2)
+    try:
+        result = reproduce.compare(docker_engine, (first[0], second[0]), (first[1], second[1]))
+        out = REPO / "reports" / "reproducibility"
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "offline-gfx950-ckfree.json").write_text(json.dumps(result, indent=2) + "\n")
+        assert result["manifests_identical"], "the wheels manifests of two cold builds differ"
+        assert result["files_identical"] and result["records_identical"], result["records_differing"]
+        assert result["distributions"] > 50 and result["files"] > 1000
+        if not result["clean_ids_identical"]:
+            assert "rewrite-timestamp" in result["why_ids_differ"]
+    finally:
+        for image in (*first, *second):
+            docker_engine.images.remove(image, force=True)
