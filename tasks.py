@@ -17,28 +17,21 @@ from invoke import Collection, Exit, task
 
 
 def _check_site_files() -> None:
-    """invoke parses invoke.yaml after importing this file, and a YAML error there is a traceback: parse it first."""
-    from invoke.vendor import yaml
-
+    """invoke parses its config files after importing this file, and a YAML error there is a traceback: parse
+    invoke.yaml, INVOKE_RUNTIME_CONFIG and any -f FILE first, and stop with one line (exit 2)."""
     from cleanbuild.errors import UsageError
-    from cleanbuild.settings import site_config
+    from cleanbuild.settings import site_file
 
     given = [sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1]) if a in ("-f", "--config")]
     files = [Path(__file__).with_name("invoke.yaml"),
              *[Path(p) for p in [os.environ.get("INVOKE_RUNTIME_CONFIG"), *given] if p]]
     for path in files:
-        if not path.is_file():
-            continue
         try:
-            data = yaml.safe_load(path.read_bytes().decode("utf-8"))
-            if data is not None and not isinstance(data, dict):
-                raise UsageError(f"{path} must hold a mapping (cleanbuild: ...), not {type(data).__name__}.")
-            site_config((data or {}).get("cleanbuild"))
-        except (yaml.YAMLError, UnicodeDecodeError, UsageError) as exc:
+            site_file(path)
+        except UsageError as exc:
             if "--debug" in sys.argv:
                 raise
-            first = str(exc).replace("\n", " ")[:300]
-            sys.stderr.write(f"error: {path} is not a valid site config ({first}). To fix, correct it or remove it.\n")
+            sys.stderr.write(f"error: {exc}\n")
             sys.exit(2)
 
 

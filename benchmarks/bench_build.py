@@ -1,146 +1,163 @@
-"""Build benchmarks on the offline profile, side by side in one run (not a test: numbers, not assertions).
+"""Build benchmarks on the offline profile, side by side in one run (numbers, not assertions: not a test).
 
-    python benchmarks/bench_build.py [--arch gfx942] [--out benchmarks/results.json]
+    python benchmarks/bench_build.py [--registry 127.0.0.1:5000] [--out benchmarks/results.json]
 
-Measures, in order:
-  cold      build-clean after `docker builder prune -af` and removing this plan's images: total and per step
-  parallel  the wheels stage's parallelism: sum of BuildKit step times / wall time of the wheels build
-  noop      build-clean again with nothing changed: seconds before validation starts (goal <= 5 s)
-  patch     build-clean after changing one patch: only the patch layer and later rebuild (goal <= 20% of cold)
-  install   the clean step (cold) / a plain `pip install --no-index` of the same wheels into a fresh host venv
-            (goal <= 1.2)
-  overhead  (image size - base size) / installed size of the venv (goal <= 1.05)
-It prunes the BuildKit cache: run it on a build host you may do that on.
+It prunes the BuildKit cache and removes the offline images several times: run it on a build host you may do
+that on. Measured, in order:
+  single    one variant (gfx950 CK-free) cold: preflight -> patch, after `docker builder prune -af` and removing
+            its images; per-step seconds
+  matrix    the 4 variants (gfx942/gfx950 x CK/CK-free) cold the same way: the four wheels images at once on one
+            BuildKit, then clean and patch each; wall and its ratio to `single` (goal <= 1.6)
+  layers    the matrix's unique layer bytes over one image's bytes (goal <= 1.25), from the engine's layer store
+  install   the clean step (cold, in `single`) over the floor for the same wheels: a plain unzip of every wheel
+            into an empty folder on the host, same run (goal <= 1.5)
+  noop      build-clean's steps again with nothing changed: seconds before validation starts
+  tests     `nox -s tests` wall (the everyday tier; goal < 120 s)
+  registry  a second machine's cold build-clean with the registry (pulls what the first pushed) vs without
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
-import re
 import subprocess
 import sys
 import tempfile
 import time
+import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from cleanbuild import engine, offline, profiles  # noqa: E402
-from cleanbuild.arch import Arch  # noqa: E402
-from cleanbuild.plan import Options, make_plan  # noqa: E402
-from tests.support.tiny_model import make_tiny_model  # noqa: E402
+from cleanbuild import commands, engine, pipeline  # noqa: E402
+from cleanbuild.plan import make_plan  # noqa: E402
+from tests.support.builds import Variant, offline_plan  # noqa: E402
 
-PATCH_FILE = ROOT / "patches" / "catalog" / "jit_core_runtime_error.py"
-
-
-def sh(argv: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False)  # noqa: S603
+BUILD = ("preflight", "prepare", "wheels", "clean", "patch")
+MATRIX = (Variant("gfx942", False), Variant("gfx942", True), Variant("gfx950", False), Variant("gfx950", True))
+LAYERDB = Path("/var/lib/docker/image/overlay2/layerdb/sha256")
 
 
-def build_clean(arch: str, model: Path, user: str) -> tuple[float, dict, str]:
-    argv = [sys.executable, "-m", "invoke", "build-clean", "--profile", "offline", "--arch", arch,
-            "--model", str(model), "--user", user, "--progress", "plain"]
+def prune(cli, plans) -> None:
+    for plan in plans:
+        for image in (plan.patch.image, plan.clean.image, plan.wheels.image):
+            engine.untag(cli, image)
+    subprocess.run(["docker", "builder", "prune", "-af"], check=True, capture_output=True)  # noqa: S603,S607
+
+
+def timed_run(cli, plan, names=BUILD) -> tuple[float, dict[str, float]]:
     start = time.monotonic()
-    proc = sh(argv)
-    wall = time.monotonic() - start
-    if proc.returncode != 0:
-        sys.exit(f"build-clean failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    ref = re.findall(r"done: (\S+);", proc.stderr)[-1]
-    repo, tag = ref.rsplit(":", 1)
-    report = json.loads((ROOT / "reports" / repo.rsplit("/", 1)[-1] / tag / "report.json").read_text())
-    return wall, report, proc.stderr
+    rec = pipeline.run(plan, cli, names, failed_report=False)
+    return time.monotonic() - start, {s.name: round(s.seconds, 1) for s in rec.steps}
 
 
-def steps(report: dict) -> dict[str, float]:
-    return {s["name"]: s["seconds"] for s in report["steps"]}
+def single(cli) -> dict:
+    plan = offline_plan(MATRIX[3], run_id="bench")
+    prune(cli, [plan])
+    wall, steps = timed_run(cli, plan)
+    return {"variant": MATRIX[3].name, "wall_s": round(wall, 1), "steps": steps}
 
 
-def before_validation(report: dict) -> float:
-    t = steps(report)
-    return round(sum(t[k] for k in ("preflight", "wheels", "clean", "patch")), 2)
+def matrix(cli) -> tuple[dict, list]:
+    plans = [offline_plan(v, run_id="bench") for v in MATRIX]
+    prune(cli, plans)
+    start = time.monotonic()
+    pipeline.run(plans[0], cli, ("preflight", "prepare"), failed_report=False)
+    commands.wheels_matrix(cli, plans)
+    per = {p.stem: timed_run(cli, p, BUILD)[1] for p in plans}
+    return {"wall_s": round(time.monotonic() - start, 1), "steps": per}, plans
 
 
-def wheels_parallelism(log: Path) -> dict:
-    """BuildKit plain progress: '#N [stage k/n] ...' then '#N DONE 1.2s'. Sum the builder steps' times."""
-    text = log.read_text(errors="replace")
-    names = dict(re.findall(r"^#(\d+) \[([\w.-]+) \d+/\d+\]", text, re.MULTILINE))
-    done = [(n, float(s)) for n, s in re.findall(r"^#(\d+) DONE (\d+\.\d+)s", text, re.MULTILINE)]
-    builder = sum(s for n, s in done if n in names and names[n] not in ("wheels", "collect"))
-    first = re.search(r"^#\d+ \[", text, re.MULTILINE)
-    return {"sum_builder_step_s": round(builder, 2), "log": str(log), "stages": sorted(set(names.values())),
-            "found_steps": first is not None}
+def layer_sizes(cli, image: str) -> dict[str, int]:
+    """diff ID -> bytes on disk, from the engine's own layer store (chain IDs), for the image's layers."""
+    import hashlib
+
+    out, chain = {}, None
+    for diff in engine.layers(cli, image):
+        chain = diff if chain is None else "sha256:" + hashlib.sha256(f"{chain} {diff}".encode()).hexdigest()
+        size_file = LAYERDB / chain.removeprefix("sha256:") / "size"
+        out[diff] = int(size_file.read_text()) if size_file.is_file() else 0
+    return out
 
 
-def host_pip_install(wheels_dir: Path) -> float:
+def layers(cli, plans) -> dict:
+    per = {p.stem: layer_sizes(cli, p.patch.image) for p in plans}
+    unique = {d: s for sizes in per.values() for d, s in sizes.items()}
+    one = max(sum(sizes.values()) for sizes in per.values())
+    return {"unique_bytes": sum(unique.values()), "one_image_bytes": one,
+            "ratio": round(sum(unique.values()) / one, 3), "images": len(per)}
+
+
+def unzip_floor(cli, plan) -> float:
+    """Every wheel of the wheels image unzipped into an empty folder: the least any install can do."""
     with tempfile.TemporaryDirectory() as tmp:
-        venv = Path(tmp) / "venv"
+        export = Path(tmp) / "wheels"
+        subprocess.run(["docker", "create", "--name", "bench-wheels", plan.wheels.image, "/none"], check=True,  # noqa: S603,S607
+                       capture_output=True)
+        try:
+            subprocess.run(["docker", "cp", "bench-wheels:/wheels", str(export)], check=True, capture_output=True)  # noqa: S603,S607
+        finally:
+            subprocess.run(["docker", "rm", "bench-wheels"], check=True, capture_output=True)  # noqa: S603,S607
+        target = Path(tmp) / "site"
+        target.mkdir()
         start = time.monotonic()
-        sh([sys.executable, "-m", "venv", str(venv)])
-        wheels = sorted(str(p) for p in wheels_dir.glob("*.whl"))
-        proc = sh([str(venv / "bin" / "pip"), "install", "--no-index", "--no-deps", "--no-cache-dir", *wheels])
-        if proc.returncode != 0:
-            sys.exit(f"host pip install failed:\n{proc.stderr[-2000:]}")
-        return time.monotonic() - start
+        for wheel in sorted(export.rglob("*.whl")):
+            if "/installer/" not in str(wheel):
+                with zipfile.ZipFile(wheel) as zf:
+                    zf.extractall(target)
+        return round(time.monotonic() - start, 1)
 
 
-def image_overhead(cli, image: str, base: str) -> dict:
-    size = engine.inspect(cli, image)["Size"]
-    base_size = engine.inspect(cli, base)["Size"]
-    out = cli.containers.run(image, ["du", "-sb", "/opt/venv"], remove=True, network_mode="none").decode()
-    installed = int(out.split()[0])
-    return {"image_bytes": size, "base_bytes": base_size, "venv_bytes": installed,
-            "ratio": round((size - base_size) / installed, 3)}
+def noop(cli) -> float:
+    plan = offline_plan(MATRIX[3], run_id="bench-noop")
+    return round(timed_run(cli, plan)[0], 2)
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--arch", default="gfx942")
-    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results.json")
-    args = p.parse_args()
+def nox_tests() -> float:
+    start = time.monotonic()
+    proc = subprocess.run(["nox", "-s", "tests"], cwd=ROOT, capture_output=True, text=True, check=False)  # noqa: S603,S607
+    if proc.returncode:
+        sys.exit(f"nox -s tests failed:\n{proc.stdout[-2000:]}")
+    return round(time.monotonic() - start, 1)
+
+
+def registry_flow(cli, registry: str) -> dict:
+    plan = offline_plan(MATRIX[3], run_id="bench-reg")
+    remote = make_plan(plan.profile, replace(plan.options, registry=f"{registry}/bench-{int(time.time())}"))
+    prune(cli, [plan, remote])
+    first, _ = timed_run(cli, remote)  # machine 1: cold, builds and pushes
+    prune(cli, [remote])  # machine 2: nothing local, no BuildKit cache
+    second, steps = timed_run(cli, remote)
+    prune(cli, [plan])
+    without, _ = timed_run(cli, plan)  # machine 2 without a registry: cold from scratch
+    return {"first_machine_s": round(first, 1), "second_machine_with_registry_s": round(second, 1),
+            "second_machine_steps": steps, "second_machine_without_registry_s": round(without, 1)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--registry", default="127.0.0.1:5000")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results.json")
+    args = parser.parse_args()
     cli = engine.client()
-    base, context = offline.ensure_standin_base(), offline.prepare_sources()
-    plan = make_plan(profiles.load("offline"), Options(arch=Arch.parse(args.arch), context=context, base_image=base))
-    model = make_tiny_model(Path(tempfile.mkdtemp()) / "model")
-    results: dict = {"arch": args.arch, "machine": "2 cores, 24 GiB (CI kind)"}
-
-    for ref in (plan.wheels.image, plan.clean.image):
-        sh(["docker", "image", "rm", "-f", ref])
-    sh(["docker", "builder", "prune", "-af"])
-    wall, cold, _ = build_clean(args.arch, model, "bench-cold")
-    results["cold"] = {"wall_s": round(wall, 1), "steps_s": steps(cold)}
-    run_dir = ROOT / ".cache" / "runs" / cold["run_id"]
-    par = wheels_parallelism(run_dir / "wheels.log")
-    par["wall_s"] = steps(cold)["wheels"]
-    par["ratio_wall_over_sum"] = round(par["wall_s"] / par["sum_builder_step_s"], 3) if par["sum_builder_step_s"] else None
-    results["parallel"] = par
-
-    wall, noop, _ = build_clean(args.arch, model, "bench-noop")
-    results["noop"] = {"wall_s": round(wall, 1), "before_validation_s": before_validation(noop), "steps_s": steps(noop)}
-
-    original = PATCH_FILE.read_bytes()
-    try:
-        PATCH_FILE.write_bytes(original + b"\n# benchmark: a one-line change to one patch\n")
-        wall, changed, log = build_clean(args.arch, model, "bench-patch")
-    finally:
-        PATCH_FILE.write_bytes(original)
-    rebuilt = steps(changed)
-    results["patch"] = {"wall_s": round(wall, 1), "steps_s": rebuilt,
-                        "build_s_vs_cold": round(before_validation(changed) / before_validation(cold), 3),
-                        "total_vs_cold": round(wall / results["cold"]["wall_s"], 3)}
-
-    with tempfile.TemporaryDirectory() as tmp:
-        sh(["docker", "buildx", "build", "-f", str(plan.wheels.dockerfile), "--target", "wheels", "--network", "host",
-            *[x for k, v in plan.wheels.build_args for x in ("--build-arg", f"{k}={v}")],
-            "--output", f"type=local,dest={tmp}", str(plan.wheels.context)])
-        host = host_pip_install(Path(tmp) / "wheels")
-    results["install"] = {"clean_step_cold_s": steps(cold)["clean"], "host_pip_install_s": round(host, 1),
-                          "ratio": round(steps(cold)["clean"] / host, 3)}
-    results["overhead"] = image_overhead(cli, cold["image_id"], base)
+    results: dict = {"date": dt.date.today().isoformat(), "machine": "2 cores, 24 GiB (this repo's CI kind)"}
+    results["single"] = single(cli)
+    results["install"] = {"clean_step_cold_s": results["single"]["steps"]["clean"],
+                          "unzip_floor_s": unzip_floor(cli, offline_plan(MATRIX[3], run_id="bench"))}
+    results["install"]["ratio"] = round(results["install"]["clean_step_cold_s"] / results["install"]["unzip_floor_s"], 2)
+    results["matrix"], plans = matrix(cli)
+    results["matrix"]["ratio_to_single"] = round(results["matrix"]["wall_s"] / results["single"]["wall_s"], 2)
+    results["layers"] = layers(cli, plans)
+    results["noop_s"] = noop(cli)
+    results["tests_wall_s"] = nox_tests()
+    results["registry"] = registry_flow(cli, args.registry)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -49,11 +49,12 @@ class Inputs:
     atom: tuple[str, ...]
     torch: tuple[str, ...]
     build: tuple[str, ...] = BUILD_TOOLS
+    sdist: tuple[str, ...] = ()  # built from their sdist on purpose (components.deps.build); all else binary only
 
     def to_json(self) -> dict:
         return {"python": self.python, "platform": self.platform, "aiter_ref": self.aiter_ref,
                 "atom_ref": self.atom_ref, "aiter": list(self.aiter), "atom": list(self.atom),
-                "torch": list(self.torch), "build": list(self.build)}
+                "torch": list(self.torch), "build": list(self.build), "sdist": list(self.sdist)}
 
 
 def lock_paths(profile: Profile) -> tuple[Path, Path]:
@@ -71,8 +72,9 @@ def inputs(profile: Profile) -> Inputs:
     setup = _read(aiter.get("repo"), aiter_ref, "setup.py")
     pyproject = _read(atom.get("repo"), atom_ref, "pyproject.toml")
     build = sorted({*BUILD_TOOLS, *string_list(setup, "setup_requires"), *atom_build_requires(pyproject)})
+    sdist = tuple(sorted(str(n) for n in (profile.component("deps").get("build") or ())))
     return Inputs(profile.python, platform, aiter_ref, atom_ref, tuple(aiter_requirements(setup, aiter_ref)),
-                  tuple(atom_requirements(pyproject, atom_ref)), tuple(torch_requirements(profile)), tuple(build))
+                  tuple(atom_requirements(pyproject, atom_ref)), tuple(torch_requirements(profile)), tuple(build), sdist)
 
 
 def _read(repo: object, ref: str, path: str) -> bytes:
@@ -181,6 +183,10 @@ def _uv_compile(inp: Inputs, work: Path, name: str, reqs: list[str], excludes: P
             inp.platform, "--generate-hashes", "--no-header", "--quiet", "--annotation-style", "line"]
     argv += [x for n in no_emit for x in ("--no-emit-package", n)]
     argv += [x for p in upgrade for x in ("--upgrade-package", p)]
+    if name == "runtime":
+        # As the wheels stage downloads: binary only for the base's platform, but what the profile builds from its
+        # sdist on purpose. A package with no wheel for the target fails here, at lock time, naming it.
+        argv += ["--only-binary", ":all:", *[x for n in inp.sdist for x in ("--no-binary", n)]]
     if excludes is not None:
         argv += ["--excludes", excludes.name]
     _uv(argv, cwd=work)

@@ -52,6 +52,25 @@ def site_config(raw: object) -> dict[str, object]:
     return out
 
 
+def site_file(path: Path) -> dict[str, object]:
+    """The checked `cleanbuild:` section of an invoke.yaml (what tasks.py and `nox -s validate` read)."""
+    from invoke.vendor import yaml
+
+    if not path.is_file():
+        return {}
+    try:
+        data = yaml.safe_load(path.read_bytes().decode("utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path} is not a valid site config ({str(exc).replace(chr(10), ' ')[:300]}). To fix, correct it or remove it.") from None
+    try:
+        if data is not None and not isinstance(data, dict):
+            raise UsageError(f"the file must hold a mapping (cleanbuild: ...), not {type(data).__name__}")
+        return site_config((data or {}).get("cleanbuild"))
+    except UsageError as exc:
+        detail = str(exc).split(". To fix", 1)[0].removeprefix("invoke.yaml: ")
+        raise UsageError(f"{path} is not a valid site config ({detail}). To fix, correct it or remove it.") from None
+
+
 def pick(flag: object, config: Mapping[str, object], key: str) -> object:
     """The precedence rule, in one place."""
     if flag not in (None, ""):

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from .commands import validate
 from .errors import CleanBuildError
-from .settings import Inputs
+from .plan import REPO_ROOT
+from .settings import Inputs, site_file
 
 
 def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
@@ -28,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     args, rest = parse(sys.argv[1:] if argv is None else argv)
     inputs = Inputs(arch=args.arch, device=args.device, gpus=args.gpu, container_user=args.user)
     try:
-        return validate(args.image, inputs, {}, rest=tuple(rest), dest=args.json)
+        return validate(args.image, inputs, site_file(REPO_ROOT / "invoke.yaml"), rest=tuple(rest), dest=args.json)
     except CleanBuildError as exc:
         if args.debug:
             raise

@@ -11,18 +11,13 @@ import ast
 import functools
 import json
 import os
-import re
-import shutil
 import subprocess
 import sys
-import time
-import traceback
 import types
 
 import pytest
-from packaging.version import Version, parse
 from patch_helpers import JIT_CORE, REPO, TUNED_GEMM, snapshot
-from patch_stubs import read_csv
+from patch_stubs import RecordingLogger, build_module_stubs, call_build_module, read_csv
 
 from patches import engine
 from patches.catalog import PATCHES
@@ -177,71 +172,25 @@ def test_asm_rows_stay_on_gfx942(aiter_root, tuned_env):
 # --- executing the patched build_module -----------------------------------------------
 
 
-def build_module_env(tmp_path):
-    def jit_compile(md_name, *args, **kwargs):
-        raise OSError(f"hipcc: error: cannot build {md_name}")
-
-    def mp_lock(lockPath, MainFunc, FinalFunc=None):
-        MainFunc()
-        if FinalFunc:
-            FinalFunc()
-
-    build_dir = tmp_path / "jit"
-    return {
-        "os": os,
-        "re": re,
-        "sys": sys,
-        "time": time,
-        "shutil": shutil,
-        "traceback": traceback,
-        "parse": parse,
-        "Version": Version,
-        "logger": types.SimpleNamespace(info=lambda msg: None, error=lambda msg: None),
-        "bd_dir": str(build_dir),
-        "AITER_REBUILD": 0,
-        "AITER_LOG_MORE": 0,
-        "PY": sys.executable,
-        "AITER_ROOT_DIR": str(tmp_path),
-        "AITER_CSRC_DIR": str(tmp_path / "csrc"),
-        "CK_HELPER_DIR": str(tmp_path / "ck_helper"),
-        "CK_3RDPARTY_DIR": str(tmp_path / "ck"),
-        "rm_module": lambda md_name: None,
-        "clear_build": lambda md_name: None,
-        "get_user_jit_dir": lambda: str(build_dir),
-        "rename_cpp_to_cu": lambda *args, **kwargs: [],
-        "get_hip_version": lambda: "HIP version: 6.4.43482-0f2d60242",
-        "get_gfx": lambda: "gfx942",
-        "validate_and_update_archs": lambda: ["gfx942"],
-        "hip_flag_checker": lambda flag: True,
-        "check_and_set_ninja_worker": lambda: None,
-        "_jit_compile": jit_compile,
-        "mp_lock": mp_lock,
-    }
-
-
-def build_module_from(data: bytes, env: dict):
+def build_module_from(data: bytes, tmp_path):
+    """build_module from core.py, with the shared stubs (patch_stubs): its compiler fails like a broken hipcc."""
     tree = ast.parse(data)
     node = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "build_module")
-    namespace = dict(env)
+    namespace = build_module_stubs(tmp_path, RecordingLogger())
     exec(compile(ast.Module(body=[node], type_ignores=[]), "core", "exec"), namespace)
-    build_module = namespace["build_module"]
-    return lambda: build_module("module_gemm_a16w16", [], [], [], "", [], None, False, True, False, True)
+    return lambda: call_build_module(namespace["build_module"])
 
 
 def test_failed_build_raises_runtime_error(aiter_root, tmp_path):
     engine.run(aiter_root, PATCHES, "apply")
-    build = build_module_from((aiter_root / JIT_CORE).read_bytes(), build_module_env(tmp_path))
-    try:
+    build = build_module_from((aiter_root / JIT_CORE).read_bytes(), tmp_path)
+    with pytest.raises(RuntimeError) as info:  # an Exception: the `except Exception` of a CK-free fallback sees it
         build()
-    except Exception as exc:  # the `except Exception` a CK-free fallback uses
-        caught = exc
-    assert isinstance(caught, RuntimeError)
-    assert "module_gemm_a16w16" in str(caught)
-    assert isinstance(caught.__cause__, OSError)
+    assert isinstance(info.value.__cause__, OSError)
 
 
 def test_unpatched_failed_build_escapes_except_exception(aiter_root, tmp_path):
-    build = build_module_from((aiter_root / JIT_CORE).read_bytes(), build_module_env(tmp_path))
+    build = build_module_from((aiter_root / JIT_CORE).read_bytes(), tmp_path)
     with pytest.raises(SystemExit):
         try:
             build()

@@ -159,12 +159,9 @@ def build_module_from(data: bytes):
 
 def test_failed_build_is_an_exception_callers_can_catch(tmp_path):
     data = patched(tmp_path, "jit-core-runtime-error", {JIT_CORE: "aiter/core_old.before"}, JIT_CORE)
-    try:
+    with pytest.raises(RuntimeError) as info:  # an Exception: what a CK-free fallback's `except Exception` sees
         build_module_from(data)("module_gemm")
-    except Exception as exc:  # exactly what a CK-free fallback does
-        caught = exc
-    assert isinstance(caught, RuntimeError)
-    assert isinstance(caught.__cause__, OSError)
+    assert isinstance(info.value.__cause__, OSError)
 
 
 def test_unpatched_build_failure_escapes_except_exception():

@@ -1,0 +1,93 @@
+"""Faults at exact points, without an engine: a Ctrl-C while a file is read from an image (defect 3), a second
+Ctrl-C during cleanup (defect 4), a Ctrl-C during `wheels --export` (defect 7)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from cleanbuild import buildx, engine, pipeline, profiles
+from cleanbuild.arch import Arch
+from cleanbuild.metadata import RUN_LABEL
+from cleanbuild.plan import Options, make_plan
+
+
+class FakeContainer:
+    def __init__(self, engine_, name, labels):
+        self.engine, self.name, self.labels, self.removed = engine_, name, labels, False
+
+    def get_archive(self, path):
+        raise KeyboardInterrupt  # the user presses Ctrl-C while the file streams
+
+    def remove(self, force=False):
+        self.removed = True
+        self.engine.live.remove(self)
+
+
+class FakeContainers:
+    def __init__(self, engine_):
+        self.engine = engine_
+
+    def create(self, image, command=None, entrypoint=None, network_disabled=None, name=None, labels=None):
+        container = FakeContainer(self.engine, name, labels or {})
+        self.engine.live.append(container)
+        return container
+
+    def list(self, all=False, filters=None):  # noqa: A002 - the SDK's names
+        key, value = filters["label"].split("=", 1)
+        return [c for c in self.engine.live if c.labels.get(key) == value]
+
+
+class FakeEngine:
+    def __init__(self):
+        self.live: list[FakeContainer] = []
+        self.containers = FakeContainers(self)
+
+
+def test_ctrl_c_while_reading_a_file_leaves_no_container():
+    cli = FakeEngine()
+    with pytest.raises(KeyboardInterrupt):
+        engine.read_file(cli, "some/image", "/opt/atom-build/versions.json", run_id="r1")
+    assert cli.live == []
+
+
+def test_every_container_a_run_creates_carries_its_label_so_cleanup_finds_it():
+    cli = FakeEngine()
+    left = FakeContainer(cli, "atom-read-r2-7", {RUN_LABEL: "r2"})
+    other = FakeContainer(cli, "someone-else", {RUN_LABEL: "r3"})
+    cli.live += [left, other]
+    assert engine.remove_run_containers(cli, "r2") == ["atom-read-r2-7"]
+    assert cli.live == [other]
+
+
+def test_a_second_ctrl_c_during_cleanup_is_held_back():
+    finished = []
+    with pipeline._sigint_held() as pressed:
+        os.kill(os.getpid(), signal.SIGINT)  # would raise KeyboardInterrupt outside the block
+        finished.append("cleanup ran to the end")
+    assert finished == ["cleanup ran to the end"] and pressed == [1]
+    with pytest.raises(KeyboardInterrupt):  # and SIGINT is back to normal after it
+        os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_ctrl_c_during_export_leaves_no_wheel_under_its_final_name(tmp_path, monkeypatch):
+    plan = make_plan(profiles.load("offline"), Options(arch=Arch.GFX942, cache_dir=tmp_path / "cache"))
+
+    def interrupted_build(argv, log, **kw):
+        dest = Path(next(a for a in argv if a.startswith("type=local,dest=")).split("dest=", 1)[1])
+        (dest / "wheels" / "common").mkdir(parents=True)
+        (dest / "wheels" / "common" / "torch-2.13.0-cp311-cp311-linux_x86_64.whl").write_bytes(b"trunc")
+        (dest / "wheels" / "manifest.json").write_text(json.dumps({"wheels": []}))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(buildx, "run_logged", interrupted_build)
+    target = tmp_path / "export"
+    with pytest.raises(KeyboardInterrupt):
+        buildx.export(plan.wheels, replace(plan.options, run_id="x"), target)
+    assert not target.exists()
+    assert list(tmp_path.glob(".export.partial-*")) == []  # the half-written folder is gone too
