@@ -15,7 +15,9 @@ if [ -s "$common/installer.txt" ]; then
   pip install --quiet --no-index --no-deps --only-binary=:all: --require-hashes \
     --find-links "$common/installer" --target /tmp/uv -r "$common/installer.txt"
   # shellcheck disable=SC2086
-  UV_NO_CACHE=1 UV_LINK_MODE=copy UV_PYTHON_DOWNLOADS=never /tmp/uv/bin/uv --no-config pip install \
+  # hardlink: uv unpacks each wheel into its temporary cache on this same file system and links the files into
+  # the venv instead of copying them again (the cache folder is deleted; the venv keeps the only links).
+  UV_NO_CACHE=1 UV_LINK_MODE=hardlink UV_PYTHON_DOWNLOADS=never /tmp/uv/bin/uv --no-config pip install \
     --python /opt/venv/bin/python --no-index $links --only-binary :all: --require-hashes --compile-bytecode \
     $nodeps -r "$reqs"
   /tmp/uv/bin/uv --no-config pip check --python /opt/venv/bin/python
