@@ -74,26 +74,28 @@ def plan_dict(plan: Plan) -> dict:
 
 # ---- build steps --------------------------------------------------------------------------------------------
 
+def _dry_run(todo: list[Plan], step: str) -> bool:
+    """--dry-run: print the build a step would run, for each plan; True when that is all to do."""
+    for plan in todo:
+        print(buildx.describe(getattr(plan, step), plan.options))
+    return True
+
+
 def wheels(inputs: Inputs, config, *, export: Path | None, rebuild: bool, dry_run: bool) -> None:
     todo = plans(inputs, config)
-    if dry_run:
-        for plan in todo:
-            print(buildx.describe(plan.wheels, plan.options))
+    if dry_run and _dry_run(todo, "wheels"):
         return
     cli = engine.client()
     for plan in todo:
-        rec = pipeline.run(plan, cli, BUILD_STEPS, rebuild=rebuild, failed_report=False)
+        pipeline.run(plan, cli, BUILD_STEPS, rebuild=rebuild, failed_report=False)
         if export:
-            pipeline.run(plan, cli, ("prepare",), rec, failed_report=False)
             folder = buildx.export(plan.wheels, plan.options, export if len(todo) == 1 else export / plan.stem)
             console.print(f"[green]✓[/green] wheels and manifest.json exported to {folder} (sha256 checked)")
 
 
 def clean(inputs: Inputs, config, *, dry_run: bool) -> None:
     todo = plans(inputs, config)
-    if dry_run:
-        for plan in todo:
-            print(buildx.describe(plan.clean, plan.options))
+    if dry_run and _dry_run(todo, "clean"):
         return
     cli = engine.client()
     for plan in todo:
