@@ -5,17 +5,16 @@ The build arguments reach it as environment variables, exactly as Dockerfile.whe
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
 from cleanbuild.profiles import PROFILE_DIR
+from tests.support.scripts import load_script
 from tests.support.upstream import AITER_HEAD, AITER_PIN, ATOM_PIN
 from tests.support.wheels import make_wheel
 
-SCRIPT = Path(__file__).resolve().parents[2] / "docker" / "scripts" / "collect_wheels.py"
 ARGS = {"GPU_ARCH": "gfx942", "ENABLE_CK": "0", "PREBUILD_KERNELS": "0", "AITER_TRITON_ONLY": "1",
         "TORCH_SOURCE": "local", "TORCH_VERSION": "2.13.0", "TRITON_SOURCE": "pypi", "TRITON_PACKAGE": "triton",
         "TRITON_VERSION": "3.6.0", "MORI_SOURCE": "none", "AITER_REPO": "/local/repos/aiter.git", "AITER_REF": AITER_PIN,
@@ -24,14 +23,9 @@ UNSET = ("TORCHVISION_VERSION", "TORCHAUDIO_VERSION", "TORCH_INDEX_URL", "MORI_P
          "MORI_REF", "INSTALLER_PACKAGE", "INSTALLER_VERSION")
 
 
-def load():
-    spec = importlib.util.spec_from_file_location("collect_wheels_under_test", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
-cw = load()
+cw = load_script("collect_wheels")
 
 
 def sha256(path: Path) -> str:

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
 from cleanbuild import metadata
 from cleanbuild.errors import UsageError
 from cleanbuild.metadata import read_versions
+from tests.support.scripts import load_script
 from tests.support.upstream import AITER_PIN, ATOM_PIN
 
-SCRIPT = Path(__file__).resolve().parents[2] / "docker" / "scripts" / "write_versions.py"
 # The manifest's `sources` as collect_wheels.py writes them (from each build stage's SOURCE.json).
 MANIFEST = {
     "schema": 2, "arch": "gfx950", "ck_mode": "ckfree", "lock_sha256": "sha256:" + "1" * 64,
@@ -28,17 +26,12 @@ INSTALLED = {"torch": "2.11.0+rocm7.2", "triton-rocm": "3.6.0", "amd-aiter": "0.
              "atom": "0.1.1.dev1+g181b0f46d", "flydsl": "0.2.4"}
 
 
-def load_script():
-    spec = importlib.util.spec_from_file_location("write_versions_under_test", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture
 def written(tmp_path, monkeypatch) -> dict:
     """What write_versions.facts() produces in a clean image (ROCm 7.2, CK-free, gfx950), through JSON."""
-    script = load_script()
+    script = load_script("write_versions")
     monkeypatch.setattr(script, "rocm_version", lambda: "7.2.0.70200-43~24.04")
     monkeypatch.setattr(script, "torch_hip", lambda: "7.2.26015")
     monkeypatch.setattr(script, "dist_version", lambda names: next((INSTALLED[n] for n in names if n in INSTALLED), None))
@@ -65,7 +58,7 @@ def test_sources_and_digests_round_trip(written, tmp_path):
 
 
 def test_an_image_that_does_not_say_its_ck_mode_is_refused(tmp_path, monkeypatch):
-    script = load_script()
+    script = load_script("write_versions")
     monkeypatch.setattr(script, "torch_hip", lambda: None)
     monkeypatch.delenv("ATOM_BUILD_CK_MODE", raising=False)
     (tmp_path / "manifest.json").write_text(json.dumps(MANIFEST))

@@ -10,18 +10,9 @@ from pathlib import Path
 import pytest
 
 from cleanbuild.steps import smoke_result
+from tests.support.scripts import load_script
 
-SCRIPT = Path(__file__).resolve().parents[2] / "docker" / "scripts" / "smoke.py"
-
-
-def load():
-    spec = importlib.util.spec_from_file_location("smoke_under_test", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-smoke = load()
+smoke = load_script("smoke")
 
 
 def result_line(out: str) -> dict:
