@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from validation import aiter_triton, fp8
-from validation.checks.aiter_launch import run_case
+from validation.checks.aiter_launch import open_aiter, run_case
 from validation.checks.common import Shape, operands, reference, shapes
 from validation.checks.context import Context
 from validation.device import fp8_native, interpreting
@@ -21,13 +21,9 @@ FP8_VARIANTS = (("fp8 per-tensor", "gemm_a8w8", None, None),
 
 
 def cases(ctx: Context) -> tuple[list[Case], list[dict]]:
-    try:
-        at = aiter_triton.open_for(ctx)
-    except aiter_triton.Unavailable as e:
-        return [Case.skipped("aiter gemm", "aiter-triton", str(e))], []
-    except (Exception, SystemExit) as e:  # noqa: BLE001 - aiter that cannot load is the finding
-        why = f"cannot load aiter: {type(e).__name__}: {e}"
-        return [Case.verdict("aiter gemm", False, "aiter-triton", why)], []
+    at, why_not = open_aiter(ctx, "aiter gemm")
+    if at is None:
+        return why_not, []
     carrier, carry_note = fp8_carrier(ctx)
     out, rows = [], []
     for s in shapes(ctx):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from validation import aiter_triton
 from validation.aiter_triton import Absent, AiterTriton, Launch
 from validation.lds import estimate
 from validation.metrics import compare
@@ -16,6 +17,17 @@ KNOWN_ASSUMES = {
     "gemm_a8w8_blockscale": "_gemm_a8w8_blockscale_kernel assumes stride_ck > 0, gemm_a8w8_blockscale passes 0 "
                             "when NUM_KSPLIT == 1",
 }
+
+
+def open_aiter(ctx, name: str) -> tuple[AiterTriton | None, list[Case]]:
+    """aiter's Triton kernels for ctx, or the one case that says why not: a skip when aiter is absent here, a
+    failure when an aiter that is there cannot load (that is the finding)."""
+    try:
+        return aiter_triton.open_for(ctx), []
+    except aiter_triton.Unavailable as e:
+        return None, [Case.skipped(name, "aiter-triton", str(e))]
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - aiter that cannot load is the finding
+        return None, [Case.verdict(name, False, "aiter-triton", f"cannot load aiter: {type(e).__name__}: {e}")]
 
 
 def _first_line(e: Exception) -> str:

@@ -7,8 +7,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from validation import aiter_triton
-from validation.checks.aiter_launch import run_case
+from validation.checks.aiter_launch import open_aiter, run_case
 from validation.checks.context import Context
 from validation.device import interpreting
 from validation.report import Case
@@ -16,13 +15,9 @@ from validation.report import Case
 
 def cases(ctx: Context, shapes, inputs) -> tuple[list[Case], list[dict]]:
     """inputs(ctx, shape, dtype) -> (x, w1, w2, weights, ids), the moe-triton check's seeded inputs."""
-    try:
-        at = aiter_triton.open_for(ctx)
-    except aiter_triton.Unavailable as e:
-        return [Case.skipped("aiter fused_moe", "aiter-triton", str(e))], []
-    except (Exception, SystemExit) as e:  # noqa: BLE001 - aiter that cannot load is the finding
-        why = f"cannot load aiter: {type(e).__name__}: {e}"
-        return [Case.verdict("aiter fused_moe", False, "aiter-triton", why)], []
+    at, why_not = open_aiter(ctx, "aiter fused_moe")
+    if at is None:
+        return why_not, []
     dtype, note = torch.bfloat16, "bf16"
     if interpreting() and (why := _interpreter().bf16_dot()):
         dtype, note = torch.float16, f"fp16 on the CPU, bf16 on a GPU ({why})"
