@@ -14,6 +14,12 @@ that on. Measured, in order:
   noop      build-clean's steps again with nothing changed: seconds before validation starts
   tests     `nox -s tests` wall (the everyday tier; goal < 120 s)
   registry  a second machine's cold build-clean with the registry (pulls what the first pushed) vs without
+  bump      after a cold build of gfx950 CK-free: an ATOM-only bump and an aiter-only bump (each its own profile
+            file inheriting offline, with its own lock), then both again after `docker builder prune -af` with
+            the cold build's images still there (a fresh node that pulled them): wheels and build-step seconds,
+            which component builds ran, and the new release image's new bytes over its total bytes
+
+`--only ROW[,ROW]` runs some rows (bump alone takes ~10 min on 2 cores).
 """
 
 from __future__ import annotations
@@ -42,9 +48,12 @@ LAYERDB = Path("/var/lib/docker/image/overlay2/layerdb/sha256")
 
 
 def prune(cli, plans) -> None:
+    """A cold start: no image of these plans (every keyed unit, found by key or by name) and no BuildKit cache."""
     for plan in plans:
-        for image in (plan.patch.image, plan.clean.image, plan.wheels.image):
-            engine.untag(cli, image)
+        for unit in plan.units:
+            found = engine.find_by_key(cli, unit.name, unit.key)
+            for ref in {unit.image, *(found[1] if found else ())}:
+                engine.untag(cli, ref)
     subprocess.run(["docker", "builder", "prune", "-af"], check=True, capture_output=True)  # noqa: S603,S607
 
 
@@ -147,13 +156,85 @@ def registry_flow(cli, registry: str) -> dict:
             "second_machine_steps": steps, "second_machine_without_registry_s": round(without, 1)}
 
 
+# ---- bump -----------------------------------------------------------------------------------------------------
+
+ATOM_BUMP = "5aa2fb458442b4174c2fbd5a0bd72e4cf979a2b2"  # ROCm/ATOM main, 2026-08-04 (../shared/upstream/atom.git)
+AITER_BUMP = "8a9186d983ed34ece2f68fe039e07f1b0abe147b"  # ROCm/aiter main, 2026-08-03, the commit after the pin
+
+
+def bump_profile(component: str, ref: str):
+    """A profile file inheriting offline with one pin moved, and its own lock (made by uv, as `invoke lock`)."""
+    from cleanbuild import lock, profiles
+
+    folder = ROOT / ".cache" / "bench-profiles"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"bump-{component}.toml"
+    path.write_text(f'inherits = "offline"\nname = "bump-{component}"\n\n[components.{component}]\nref = "{ref}"\n')
+    profile = profiles.load(path.stem, path=path)
+    if lock.check(profile):
+        lock.write(profile)
+    return profile
+
+
+def new_bytes(cli, before: str, after: str) -> dict:
+    old = set(layer_sizes(cli, before))
+    sizes = layer_sizes(cli, after)
+    new = sum(s for d, s in sizes.items() if d not in old)
+    total = sum(sizes.values())
+    return {"new_bytes": new, "total_bytes": total, "new_share": round(new / total, 4) if total else None,
+            "layers_new": sum(d not in old for d in sizes), "layers": len(sizes)}
+
+
+def tags_now(cli) -> set[str]:
+    return {t for image in cli.images.list() for t in image.tags if t.startswith("atom-build/")}
+
+
+def drop_new_tags(cli, keep: set[str]) -> None:
+    for ref in sorted(tags_now(cli) - keep):
+        engine.untag(cli, ref)
+
+
+def bump_run(cli, base, profile, label: str) -> dict:
+    plan = make_plan(profile, replace(base.options, run_id=f"bench-{label}"))
+    wall, steps = timed_run(cli, plan)
+    built = sorted(p.stem for p in plan.options.run_dir.glob("*.log"))  # one BuildKit log per unit built
+    return {"wall_s": round(wall, 1), "steps": steps, "build_s": round(sum(steps.values()), 1),
+            "units_built": built, **new_bytes(cli, base.patch.image, plan.patch.image)}
+
+
+def bump(cli) -> dict:
+    base = offline_plan(MATRIX[3], run_id="bench-bump")
+    profiles = {"atom": bump_profile("atom", ATOM_BUMP), "aiter": bump_profile("aiter", AITER_BUMP)}
+    prune(cli, [base, *(make_plan(p, base.options) for p in profiles.values())])
+    cold_wall, cold_steps = timed_run(cli, base)
+    out = {"cold": {"wall_s": round(cold_wall, 1), "steps": cold_steps, "build_s": round(sum(cold_steps.values()), 1)}}
+    keep = tags_now(cli)
+    for cache in ("cache", "pruned"):
+        for name, profile in profiles.items():
+            drop_new_tags(cli, keep)
+            if cache == "pruned":
+                subprocess.run(["docker", "builder", "prune", "-af"], check=True, capture_output=True)  # noqa: S603,S607
+            row = bump_run(cli, base, profile, f"{name}-{cache}")
+            row["build_share_of_cold"] = round(row["build_s"] / out["cold"]["build_s"], 3)
+            out[f"{name}_{cache}"] = row
+    drop_new_tags(cli, keep)
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--registry", default="127.0.0.1:5000")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results.json")
+    parser.add_argument("--only", default="", help="comma-separated rows: single,matrix,tests,registry,bump")
     args = parser.parse_args()
     cli = engine.client()
     results: dict = {"date": dt.date.today().isoformat(), "machine": "2 cores, 24 GiB (this repo's CI kind)"}
+    if args.only:
+        for row in args.only.split(","):
+            results[row] = ONLY[row](cli, args)
+        args.out.write_text(json.dumps(results, indent=2) + "\n")
+        print(json.dumps(results, indent=2))
+        return 0
     results["single"] = single(cli)
     results["noop_s"] = noop(cli)
     results["install"] = {"clean_step_cold_s": results["single"]["steps"]["clean"],
@@ -164,10 +245,14 @@ def main() -> int:
     results["layers"] = layers(cli, plans)
     results["tests_wall_s"] = nox_tests()
     results["registry"] = registry_flow(cli, args.registry)
+    results["bump"] = bump(cli)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
     return 0
 
+
+ONLY = {"single": lambda cli, a: single(cli), "tests": lambda cli, a: nox_tests(),
+        "registry": lambda cli, a: registry_flow(cli, a.registry), "bump": lambda cli, a: bump(cli)}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -71,7 +71,7 @@ def export(spec: BuildSpec, options: Options, dest: Path) -> Path:
 def verify_export(folder: Path) -> int:
     manifest = json.loads((folder / "manifest.json").read_text())
     for wheel in manifest["wheels"]:
-        path = folder / ("arch" if wheel.get("layer") == "arch" else "common") / wheel["filename"]
+        path = folder / wheel.get("layer", "common") / wheel["filename"]
         if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != wheel["sha256"]:
             raise StepFailed(f"exported {path.name} is missing or does not match the manifest's sha256.")
     return len(manifest["wheels"])

@@ -7,14 +7,14 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
 from . import buildx, engine, metadata, pipeline, report, steps
 from .arch import Arch, host_runner, resolve
-from .console import console, key_values, steps_table
-from .errors import BuildFailed, StepFailed, UsageError
+from .components import changed
+from .console import console, key_values, steps_table, units_table
+from .errors import CleanBuildError, StepFailed, UsageError
 from .plan import REPO_ROOT, Plan, commands, make_plan
 from .record import BuildRecord
 from .run import quote, run
@@ -55,6 +55,7 @@ def show_plan(inputs: Inputs, config: Mapping[str, object], *, as_json: bool) ->
             "wheels image": plan.wheels.image, "clean image": plan.clean.image, "candidate": plan.patch.image,
             "release": f"{plan.release_repo}:<tag>", "smoke": plan.smoke_skip_reason or "yes",
             "steps": " -> ".join(plan.steps)})
+        console.print(units_table(plan, unit_states(plan)))
         for argv in commands(plan):
             print(quote(argv))
 
@@ -69,7 +70,28 @@ def plan_dict(plan: Plan) -> dict:
         "release_repo": plan.release_repo, "build_args": {s.step: dict(s.build_args) for s in plan.builds},
         "steps": list(plan.steps), "smoke_skip_reason": plan.smoke_skip_reason,
         "commands": [quote(a) for a in commands(plan)],
+        "units": [{"name": u.name, "key": u.key, "image": u.image, "inputs": dict(u.inputs), **state}
+                  for u, state in zip(plan.units, unit_states(plan), strict=True)],
     }
+
+
+def unit_states(plan: Plan) -> list[dict]:
+    """Per unit: reused (an image with its key is here) or to build, and which inputs changed since the newest
+    other build of it here. Asks the engine; without one, says so (the plan itself stays pure)."""
+    try:
+        cli = engine.client()
+    except CleanBuildError as exc:
+        return [{"state": "unknown", "why": f"no engine: {exc}"} for _ in plan.units]
+    out = []
+    for unit in plan.units:
+        found = engine.find_by_key(cli, unit.name, unit.key)
+        if found:
+            out.append({"state": "reused", "why": f"found here by key ({', '.join(found[1]) or found[0][:19]})"})
+            continue
+        last = engine.last_inputs(cli, unit.name, plan.stem if unit.variant else "", unit.key)
+        why = ", ".join(changed(last, dict(unit.inputs))) if last is not None else "no earlier build here"
+        out.append({"state": "build" + (" (or pull)" if plan.options.remote else ""), "why": why})
+    return out
 
 
 # ---- build steps --------------------------------------------------------------------------------------------
@@ -122,27 +144,10 @@ def build_clean(inputs: Inputs, config, *, dry_run: bool) -> list[BuildRecord]:
 
 
 def wheels_matrix(cli, todo: list[Plan]) -> None:
-    """The missing wheels images of several archs at once, on one BuildKit (its scheduler shares the common
-    stages). Concurrent `buildx build` runs, not `buildx bake`: bake before buildx 0.14 cannot set a target's
-    network mode, which engines without a default bridge need."""
-    first = todo[0]
-    pipeline.run(first, cli, ("preflight", "prepare"), failed_report=False)
-    for plan in todo[1:]:
-        pipeline.run(plan, cli, ("prepare",), failed_report=False)
-    missing = [p for p in todo if engine.image_id(cli, p.wheels.image) is None]
-    if len(missing) < 2:
-        return
-    console.print(f"building {len(missing)} wheels images at once: {', '.join(p.wheels.image for p in missing)}")
-    with ThreadPoolExecutor(max_workers=len(missing)) as pool:
-        futures = {p.stem: pool.submit(buildx.build, p.wheels, p.options, show=False) for p in missing}
-    failed = []
-    for stem, future in futures.items():
-        try:
-            future.result()
-        except BuildFailed as exc:
-            failed.append(f"{stem}: {exc}")
-    if failed:
-        raise BuildFailed("the wheels matrix failed: " + "; ".join(failed))
+    """The wheels of several archs and CK modes: one variant after another, each component once for all (every
+    component image is found by its key: torch, the closure and ATOM are built by the first variant only)."""
+    for plan in todo:
+        pipeline.run(plan, cli, BUILD_STEPS, failed_report=False)
 
 
 # ---- steps on an existing image -----------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 # Not a terminal (CI, a log file): plain lines, wide enough that image names and argv are not wrapped.
@@ -19,7 +20,7 @@ def step_started(name: str) -> None:
 
 
 def step_done(name: str, status: str, seconds: float, detail: str) -> None:
-    console.print(f"{MARKS.get(status, '?')} {name} ({seconds:.1f} s){' ' + detail if detail else ''}")
+    console.print(f"{MARKS.get(status, '?')} {name} ({seconds:.1f} s){' ' + escape(detail) if detail else ''}")
 
 
 def steps_table(title: str, steps) -> Table:
@@ -37,4 +38,14 @@ def key_values(title: str, rows: list[tuple[str, object]]) -> Table:
     table.add_column("value")
     for key, value in rows:
         table.add_row(key, str(value))
+    return table
+
+
+def units_table(plan, states: list[dict]) -> Table:
+    """Per keyed image of a plan: its key, image name, and whether it will be reused or built (and why)."""
+    table = Table(title=f"images by key: {plan.stem}")
+    for col in ("unit", "key", "image", "state", "why"):
+        table.add_column(col)
+    for unit, state in zip(plan.units, states, strict=True):
+        table.add_row(unit.name, unit.short, unit.image, state["state"], state["why"])
     return table

@@ -283,3 +283,43 @@ def push(cli, ref: str) -> str:
 @_boundary
 def repo_digests(cli, ref: str) -> list[str]:
     return list(cli.api.inspect_image(ref).get("RepoDigests") or [])
+
+
+# ---- images found by key (cleanbuild.components) ----------------------------------------------------------------
+
+KEY_LABEL, UNIT_LABEL, VARIANT_LABEL, INPUTS_LABEL = (metadata.label(n) for n in ("key", "unit", "variant", "inputs"))
+
+
+@_boundary
+def find_by_key(cli, unit: str, key: str) -> tuple[str, tuple[str, ...]] | None:
+    """(image ID, its tags) of a local image built for this unit and key, whatever its name; None if none."""
+    found = cli.images.list(filters={"label": [f"{KEY_LABEL}={key}", f"{UNIT_LABEL}={unit}"]})
+    return (found[0].id, tuple(found[0].tags)) if found else None
+
+
+@_boundary
+def last_inputs(cli, unit: str, variant: str, key: str) -> dict | None:
+    """The inputs of the newest other build of this unit (and variant) here: what changed since it was built."""
+    found = cli.images.list(filters={"label": [f"{UNIT_LABEL}={unit}", f"{VARIANT_LABEL}={variant}"]})
+    others = sorted((i for i in found if (i.labels or {}).get(KEY_LABEL) != key),
+                    key=lambda i: i.attrs.get("Created", ""), reverse=True)
+    for image in others:
+        with contextlib.suppress(ValueError, TypeError):
+            return dict(json.loads(image.labels.get(INPUTS_LABEL, "")))
+    return None
+
+
+@_boundary
+def registry_has(cli, ref: str) -> bool:
+    """A manifest check through the engine (no layers move): does the registry hold ref?"""
+    import docker
+
+    try:
+        cli.images.get_registry_data(ref)
+        return True
+    except (docker.errors.NotFound, docker.errors.ImageNotFound):
+        return False
+    except docker.errors.APIError as exc:
+        if "manifest unknown" in _explain(exc) or "not found" in _explain(exc).lower():
+            return False
+        raise

@@ -14,10 +14,13 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packaging.requirements import InvalidRequirement, Requirement
+
 from validation.archs import CK_MODES
 
-from . import lock, metadata
+from . import lock, lockfile, metadata
 from .arch import Arch
+from .components import WHEEL_UNITS, Unit, make_unit, text_digest
 from .errors import UsageError
 from .gitrepo import is_url, local_path
 from .profiles import Profile
@@ -128,6 +131,9 @@ class Prepare:
     context: Path
     key: str
     lock_files: tuple[Path, Path]  # runtime, build
+    lock_texts: tuple[tuple[str, str], ...]  # lock/<name> -> its text: requirement blocks only, never the header
+    lock_problem: str | None  # the locks are missing or were made for other pins: the prepare step refuses
+    lock_digest: str  # sha256 of the two lock files, as they are (header included): manifest, labels, report
     local_wheels: tuple[tuple[str, str], ...]  # (component, pip requirement) fetched into local/<component>/
     repos: tuple[tuple[str, Path], ...]  # (component, local repository) copied into local/repos/<component>.git
     standin: tuple[tuple[str, object], ...] | None  # (suite, packages, PATH) of the stand-in base, when it is one
@@ -147,42 +153,103 @@ class Plan:
     smoke_skip_reason: str | None
     release_repo: str
     wheels_key: str
+    units: tuple[Unit, ...] = ()  # every keyed image, in build order (cleanbuild.components)
     steps: tuple[str, ...] = field(default=STEPS)
 
     @property
     def builds(self) -> tuple[BuildSpec, ...]:
         return (self.wheels, self.clean, self.patch)
 
+    def unit(self, name: str) -> Unit:
+        return next(u for u in self.units if u.name == name)
+
+    def step_units(self, step: str) -> tuple[Unit, ...]:
+        """The units a build step makes: wheels (every component, then the assembly), clean (the three layers)."""
+        names = {"wheels": (*WHEEL_UNITS, "wheels"), "clean": CLEAN_UNITS, "patch": ("candidate",)}[step]
+        return tuple(u for u in self.units if u.name in names)
+
     @property
     def stem(self) -> str:
         return f"{self.options.arch.value}-{self.options.ck_mode}"
 
 
+CLEAN_UNITS = ("venv", "atom-layer", "clean")
+# Scripts only the clean image's stages run: no wheel's bytes depend on them, so they are in no wheel's key.
+CLEAN_ONLY_SCRIPTS = frozenset({"install.sh", "smoke.py", "structure_check.py", "write_versions.py"})
+COMMON_UNITS = ("torch", "triton", "deps", "sdists", "mori", "installer")  # what the venv layer installs
+
+
 def make_plan(profile: Profile, options: Options) -> Plan:
     prep = _prepare(profile, options)
     base = standin_image(prep.standin) if prep.standin else profile.base_ref
-    wheels_args = _wheels_args(profile, options, base)
-    wheels_key = content_key(DOCKER_DIR / "Dockerfile.wheels", wheels_args, profile.python, prep.key)
-    stem = f"{options.arch.value}-{options.ck_mode}"
-    wheels_image = f"{options.registry}/wheels:{stem}-{wheels_key[:12]}"
-    clean_args = {"WHEELS_IMAGE": wheels_image, "BASE_IMAGE": base, "GPU_ARCH": options.arch.value,
-                  "ENABLE_CK": "0" if options.ck_free else "1"}
-    clean_key = content_key(DOCKER_DIR / "Dockerfile.clean", clean_args, profile.python, "")
-    clean_image = f"{options.registry}/clean:{stem}-{clean_key[:12]}"
-    patch_key = content_key(DOCKER_DIR / "Dockerfile.patch", {"IMAGE": clean_image}, profile.python,
-                            _tree_digest(REPO_ROOT / "patches"))
+    units = make_units(profile, options, base, prep)
+    by = {u.name: u for u in units}
     smoke, skip = _smoke(profile, options)
     return Plan(
         profile=profile, options=options, base_image=base, prepare=prep,
-        wheels=BuildSpec("wheels", DOCKER_DIR / "Dockerfile.wheels", prep.context, "wheels",
-                         tuple(sorted(wheels_args.items())), wheels_image),
-        clean=BuildSpec("clean", DOCKER_DIR / "Dockerfile.clean", options.repo_root, "clean",
-                        tuple(sorted(clean_args.items())), clean_image),
-        patch=patch_build(clean_image, f"{options.registry}/candidate:{stem}-{patch_key[:12]}"),
+        wheels=build_spec(by["wheels"]), clean=build_spec(by["clean"]),
+        patch=patch_build(by["clean"].image, by["candidate"].image),
         validate=_validate(profile, options), smoke=smoke, smoke_skip_reason=skip,
         release_repo=metadata.release_repo(options.registry, options.arch.value, options.ck_mode),
-        wheels_key=wheels_key,
+        wheels_key=by["wheels"].key, units=units,
     )
+
+
+def build_spec(unit: Unit) -> BuildSpec:
+    return BuildSpec(unit.name, unit.dockerfile, unit.context, unit.target, unit.args, unit.image)
+
+
+def make_units(profile: Profile, options: Options, base: str, prep: Prepare) -> tuple[Unit, ...]:
+    """Every image of the build, keyed by its own inputs (cleanbuild.components), in build order."""
+    args = _wheels_args(profile, options, base)
+    locks = dict(prep.lock_texts)
+    shared = {"python": profile.python, "scripts": _tree_digest(DOCKER_DIR / "scripts", skip=CLEAN_ONLY_SCRIPTS),
+              "build-lock": text_digest(locks.get("build.txt", ""))}
+    extra = {"deps": {"lock": text_digest(locks.get("deps.txt", ""))},
+             "sdists": {"lock": text_digest(locks.get("sdists.txt", ""))},
+             "aiter": {"lock": text_digest(locks.get("aiter-build.txt", ""))}}
+    for name, requirement in prep.local_wheels:
+        extra.setdefault(name, {})["local-wheel"] = requirement
+    for comp in profile.components:
+        if comp.source == "git":
+            extra.setdefault(comp.name, {})["repository"] = str(comp.get("repo"))
+    reg, stem = options.registry, f"{options.arch.value}-{options.ck_mode}"
+    keys: dict[str, str] = {}
+    units: list[Unit] = []
+
+    def add(unit: Unit) -> Unit:
+        keys[unit.name] = unit.key
+        units.append(unit)
+        return unit
+
+    wheels_df = (DOCKER_DIR / "Dockerfile.wheels", prep.context)
+    for name in WHEEL_UNITS:
+        prefix = f"{reg}/wheel-{name}:" + (f"{stem}-" if name in ("aiter", "mori") else "")
+        # aiter's build reads the deps images for the lock lines its environment installs: those lines are in
+        # its key (extra["aiter"]), the rest of the closure is not.
+        skip = frozenset({"DEPS_WHEELS", "SDISTS_WHEELS"}) if name == "aiter" else frozenset()
+        unit = add(make_unit(name, (wheels_df[0], f"{name}-out", wheels_df[1]), args, keys,
+                             {**shared, **extra.get(name, {})}, prefix, not_in_key=skip))
+        args[f"{name.upper()}_WHEELS"] = unit.image
+    assembly = {**args, "LOCK_SHA256": prep.lock_digest,
+                "COMPONENT_KEYS": " ".join(f"{n}={keys[n]}" for n in WHEEL_UNITS)}
+    add(make_unit("wheels", (wheels_df[0], "wheels", wheels_df[1]), assembly, keys, shared, f"{reg}/wheels:{stem}-"))
+    clean_df = DOCKER_DIR / "Dockerfile.clean"
+    root = options.repo_root
+    layer = {"WHEELS_IMAGE": units[-1].image, "BASE_IMAGE": base, "GPU_ARCH": options.arch.value,
+             "ENABLE_CK": "0" if options.ck_free else "1"}
+    scripts = {"scripts": shared["scripts"], "python": profile.python}
+    venv = add(make_unit("venv", (clean_df, "venv", root), layer, keys,
+                         {**scripts, **{f"unit:{n}": keys[n] for n in COMMON_UNITS}}, f"{reg}/layer-venv:",
+                         not_in_key=frozenset({"WHEELS_IMAGE"})))
+    atom = add(make_unit("atom-layer", (clean_df, "atom", root), {**layer, "VENV_IMAGE": venv.image}, keys,
+                         {**scripts, "unit:atom": keys["atom"], "unit:installer": keys["installer"]},
+                         f"{reg}/layer-atom:", not_in_key=frozenset({"WHEELS_IMAGE"})))
+    clean = add(make_unit("clean", (clean_df, "clean", root), {**layer, "ATOM_IMAGE": atom.image}, keys, scripts,
+                          f"{reg}/clean:{stem}-"))
+    add(make_unit("candidate", (DOCKER_DIR / "Dockerfile.patch", None, REPO_ROOT), {"IMAGE": clean.image}, keys,
+                  {"patches": _tree_digest(REPO_ROOT / "patches")}, f"{reg}/candidate:{stem}-"))
+    return tuple(units)
 
 
 # ---- the wheels build context -------------------------------------------------------------------------------
@@ -197,10 +264,40 @@ def _prepare(profile: Profile, options: Options) -> Prepare:
         table = profile.section("standin")
         standin = (("suite", str(table.get("suite", "bookworm"))),
                    ("packages", tuple(sorted(table.get("base_packages", ())))), ("path", STANDIN_PATH))
-    key = _digest({"lock": [_file_digest(runtime), _file_digest(build)], "wheels": wheels, "python": profile.python,
+    texts, problem = lock_texts(profile, runtime, build)
+    lock_digest = "sha256:" + hashlib.sha256(b"".join(p.read_bytes() for p in (runtime, build) if p.is_file())).hexdigest()
+    key = _digest({"lock": dict(texts), "wheels": wheels, "python": profile.python,
                    "repos": [(n, str(p)) for n, p in repos], "scripts": _tree_digest(DOCKER_DIR / "scripts")})
     context = options.cache_dir / "contexts" / f"{profile.name}-{key[:12]}"
-    return Prepare(context, key, (runtime, build), wheels, repos, standin)
+    return Prepare(context, key, (runtime, build), texts, problem, lock_digest, wheels, repos, standin)
+
+
+def lock_texts(profile: Profile, runtime: Path, build: Path) -> tuple[tuple[tuple[str, str], ...], str | None]:
+    """The lock/ folder of the build context, from the profile's two lock files: build.txt (the build tools),
+    deps.txt (the closure, binary only), sdists.txt (what components.deps.build builds from its sdist) and
+    aiter-build.txt (aiter's build environment: aiter's and torch's requirements closed over the lock). Requirement
+    blocks only: the header names both pins and must not reach a stage. Also the reason to refuse the locks: missing,
+    unreadable, or made for other aiter/ATOM commits than the profile pins."""
+    if not (runtime.is_file() and build.is_file()):
+        return (), f"{runtime if not runtime.is_file() else build} is missing. To fix, run `invoke lock --profile {profile.name}` and commit the file."
+    try:
+        text, build_text = runtime.read_text(), build.read_text()
+        head = lockfile.header(text) or {}
+        binary, source = lockfile.split(text, {str(n) for n in profile.component("deps").get("build", ()) or ()})
+        seeds = {Requirement(r).name for r in (*head.get("aiter", ()), *head.get("torch", ()))}
+        aiter_env = lockfile.pins(lockfile.closure(text, seeds))
+        build_lines = lockfile.package_lines(build_text)
+    except (OSError, UnicodeDecodeError, ValueError, InvalidRequirement) as exc:
+        return (), f"{runtime} cannot be read as a lock ({exc}). To fix, run `invoke lock --profile {profile.name}`."
+    problem = None
+    for name in ("aiter", "atom"):
+        made, pinned = head.get(f"{name}_ref"), str(profile.component(name).get("ref"))
+        if made != pinned:
+            problem = (f"the lock was made for {name} {made}, the profile pins {pinned}. To fix, run `invoke lock "
+                       f"--profile {profile.name}` and commit the lock with the pin.")
+            break
+    return (("build.txt", build_lines), ("deps.txt", binary), ("sdists.txt", source),
+            ("aiter-build.txt", aiter_env)), problem
 
 
 def standin_image(standin: tuple[tuple[str, object], ...]) -> str:
@@ -218,8 +315,7 @@ def _wheels_args(profile: Profile, options: Options, base: str) -> dict[str, str
     args = {"BASE_IMAGE": base, "GPU_ARCH": options.arch.value, "ENABLE_CK": "0" if options.ck_free else "1",
             "PREBUILD_KERNELS": "1" if aiter.get("prebuild_kernels", True) else "0",
             "AITER_TRITON_ONLY": "1" if aiter.get("triton_only", False) else "0",
-            "MAX_JOBS": str(aiter.get("max_jobs", 0)),
-            "DEPS_BUILD": " ".join(profile.component("deps").get("build", ()) or ())}
+            "MAX_JOBS": str(aiter.get("max_jobs", 0))}
     for comp in profile.components:
         if comp.name == "deps":
             continue
@@ -238,23 +334,14 @@ def _wheels_args(profile: Profile, options: Options, base: str) -> dict[str, str
 
 # ---- keys -----------------------------------------------------------------------------------------------------
 
-def content_key(dockerfile: Path, args: dict[str, str], python: str, inputs: str) -> str:
-    """sha256 of everything a build reads: the Dockerfile, every helper script, the arguments, Python, inputs."""
-    return _digest({"dockerfile": _file_digest(dockerfile), "scripts": _tree_digest(DOCKER_DIR / "scripts"),
-                    "args": args, "python": python, "inputs": inputs})
-
-
 def _digest(obj: object) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _file_digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "missing"
-
-
-def _tree_digest(folder: Path) -> str:
+def _tree_digest(folder: Path, skip: frozenset[str] = frozenset()) -> str:
     h = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                       and p.name not in skip):
         h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
     return h.hexdigest()
 

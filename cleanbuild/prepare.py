@@ -1,6 +1,7 @@
 """The prepare step: make what the plan's Prepare names. Runs after preflight, logged like every step.
 
-- The wheels build context: docker/scripts, lock/{runtime,build}.txt (the profile's lock files), local/<component>/
+- The wheels build context: docker/scripts, lock/{build,deps,sdists,aiter-build}.txt (requirement blocks of the
+  profile's lock files, never their header: cleanbuild.plan.lock_texts), local/<component>/
   (wheels the profile takes from this machine, fetched with pip) and local/repos/<component>.git (copies of local
   repositories: the offline profile's ../shared/upstream). Built in a temporary folder and renamed into place, so
   an interrupted prepare never leaves a half context that a later build would trust.
@@ -36,6 +37,8 @@ def _locked(cache_dir: Path):
 
 def prepare(plan: Plan, image_exists) -> dict:
     """Make the context (and the stand-in base); returns what was made or found, for the record and the report."""
+    if plan.prepare.lock_problem:
+        raise StepFailed(plan.prepare.lock_problem)
     with _locked(plan.options.cache_dir):
         made = {"context": str(plan.prepare.context), "context_reused": plan.prepare.context.is_dir()}
         if not made["context_reused"]:
@@ -46,18 +49,14 @@ def prepare(plan: Plan, image_exists) -> dict:
 
 
 def build_context(prep: Prepare, *, python: str) -> None:
-    runtime, build = prep.lock_files
-    for path in (runtime, build):
-        if not path.is_file():
-            raise StepFailed(f"{path} is missing. To fix, run `invoke lock` for this profile and commit the file.")
     prep.context.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=prep.context.parent, prefix=f".{prep.context.name}."))
     try:
         shutil.copytree(DOCKER_DIR / "scripts", tmp / "docker" / "scripts",
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         (tmp / "lock").mkdir()
-        shutil.copyfile(runtime, tmp / "lock" / "runtime.txt")
-        shutil.copyfile(build, tmp / "lock" / "build.txt")
+        for name, text in prep.lock_texts:
+            (tmp / "lock" / name).write_text(text)
         (tmp / "local" / "repos").mkdir(parents=True)
         for component, requirement in prep.local_wheels:
             _fetch_wheel(requirement, tmp / "local" / component, python)

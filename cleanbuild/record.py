@@ -33,6 +33,19 @@ class Wheels:
 
 
 @dataclass(frozen=True)
+class UnitRecord:
+    """One keyed image of the run (cleanbuild.components): built, or reused and from where."""
+
+    name: str
+    key: str
+    image: str
+    image_id: str
+    status: str  # built | reused
+    how: str  # "found here by key", "pulled from the registry", "built", "built and pushed", ...
+    changed: tuple[str, ...] = ()  # built: the inputs that differ from the newest other build of this unit here
+
+
+@dataclass(frozen=True)
 class BuildRecord:
     run_id: str
     started: float  # time.monotonic() at the start
@@ -51,6 +64,7 @@ class BuildRecord:
     facts: ImageFacts | None = None
     tag: Tag | None = None
     release_ref: str | None = None  # set only once the release tag exists
+    units: tuple[UnitRecord, ...] = ()  # every keyed image the run made or reused, in build order
     steps: tuple[StepRecord, ...] = field(default=())
 
 

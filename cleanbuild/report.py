@@ -38,7 +38,10 @@ def build(plan: Plan, rec: BuildRecord, cli, *, failed: bool, error: str | None 
         "components": {c.name: dict(c.fields) for c in plan.profile.components},
         "sources": manifest.get("sources"), "lock_sha256": manifest.get("lock_sha256"),
         "versions": _facts(rec), "wheels_manifest_digest": rec.wheels.manifest_digest if rec.wheels else None,
-        "wheels": manifest.get("wheels", []), "patches": rec.patches, "validation": rec.validation,
+        "wheels": manifest.get("wheels", []),
+        "units": [{"name": u.name, "status": u.status, "how": u.how, "key": u.key, "image": u.image,
+                   "changed": list(u.changed)} for u in rec.units],
+        "patches": rec.patches, "validation": rec.validation,
         "smoke": rec.smoke, "gpu": list(rec.gpu) if rec.gpu else None,
         "steps": [{"name": s.name, "status": s.status, "seconds": round(s.seconds, 2), "detail": s.detail}
                   for s in rec.steps],
@@ -115,6 +118,9 @@ def markdown(data: dict) -> str:
     lines += [f"- offline substitutes: {s}" for s in data.get("offline_substitutes") or []]
     lines += _table("Steps", ("step", "status", "seconds", "detail"),
                     [(s["name"], s["status"], s["seconds"], s["detail"]) for s in data["steps"]])
+    lines += _table("Images by key (built or reused)", ("unit", "status", "how", "key", "changed since the last build"),
+                    [(u["name"], u["status"], u["how"], u["key"][:16], ", ".join(u["changed"]) or "-")
+                     for u in data.get("units") or []])
     lines += ["", "## Sources", ""] + [f"- {n}: {s.get('sha')} ({s.get('describe')}, {s.get('date')})"
                                        for n, s in (data.get("sources") or {}).items() if s]
     lines += ["", "## Versions", ""] + [f"- {k}: {v}" for k, v in ((data.get("versions") or {}).get("packages") or {}).items()]

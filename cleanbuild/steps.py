@@ -9,12 +9,13 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import buildx, engine, gpu, metadata
+from . import buildx, components, engine, gpu, metadata
 from . import prepare as preparer
 from . import report as reports
+from .components import Unit
 from .errors import StepFailed, UsageError
-from .plan import BuildSpec, Plan, patch_build
-from .record import BuildRecord, StepRecord, Wheels, clean_labels, digest
+from .plan import BuildSpec, Plan, build_spec, cache_flags, patch_build
+from .record import BuildRecord, StepRecord, UnitRecord, Wheels, clean_labels, digest
 from .tag import TagParts, make_tag
 
 Outcome = tuple[BuildRecord, str, str]
@@ -51,44 +52,79 @@ def prepare(ctx: Ctx, rec: BuildRecord) -> Outcome:
         f", base {made['standin']}" if made.get("standin") else "")
 
 
-def _reuse_or_build(ctx: Ctx, spec, labels: tuple[tuple[str, str], ...] = ()) -> tuple[str, str]:
-    """(image ID, how): an image with this content key, here or in the registry, is reused; else it is built, and
-    pushed (with its stem's `-latest` tag, the next build's cache) when the registry is remote."""
-    o = ctx.plan.options
+def _ensure(ctx: Ctx, unit: Unit, labels: tuple[tuple[str, str], ...] = ()) -> UnitRecord:
+    """The unit's image: found here by its key (whatever its name; tagged with the plan's name), pulled from the
+    registry, or built. With a remote registry, the registry is made to hold it (a manifest check, a push when
+    missing), so another node finds every image this build used."""
+    o, cli = ctx.plan.options, ctx.cli
     if not ctx.rebuild:
-        found = engine.image_id(ctx.cli, spec.image)
-        if found:
-            return found, "content key matches"
-        found = engine.pull(ctx.cli, spec.image) if o.remote else None
-        if found:
-            return found, "pulled from the registry by content key"
-    image_id = buildx.build(spec, o, labels=labels)
+        found = engine.find_by_key(cli, unit.name, unit.key)
+        how = "found here by key"
+        if found is None and o.remote:
+            pulled = engine.pull(cli, unit.image)
+            found = engine.find_by_key(cli, unit.name, unit.key) if pulled else None
+            how = "pulled from the registry by key"
+        if found is not None:
+            image_id, tags = found
+            if unit.image not in tags:
+                engine.tag(cli, image_id, *unit.image.rsplit(":", 1))
+            if o.remote and how.startswith("found") and not engine.registry_has(cli, unit.image):
+                engine.push(cli, unit.image)
+                how += ", pushed (the registry lacked it)"
+            return UnitRecord(unit.name, unit.key, unit.image, image_id, "reused", how)
+    last = engine.last_inputs(cli, unit.name, _variant(ctx, unit), unit.key)
+    changed = tuple(components.changed(last, dict(unit.inputs))) if last is not None else ("no earlier build here",)
+    image_id = buildx.build(build_spec(unit), o, labels=(*labels, *unit_labels(ctx, unit)))
+    how = "built"
     if o.remote:
-        repo, _, tag = spec.image.rpartition(":")
-        latest = f"{tag.rsplit('-', 1)[0]}-latest"
-        engine.tag(ctx.cli, image_id, repo, latest)
-        engine.push(ctx.cli, spec.image)
-        engine.push(ctx.cli, f"{repo}:{latest}")
-        return image_id, "built and pushed"
-    return image_id, "built"
+        engine.push(cli, unit.image)
+        if cache_flags(build_spec(unit), o):
+            repo, _, tag = unit.image.rpartition(":")
+            latest = f"{tag.rsplit('-', 1)[0]}-latest"
+            engine.tag(cli, image_id, repo, latest)
+            engine.push(cli, f"{repo}:{latest}")
+        how = "built and pushed"
+    return UnitRecord(unit.name, unit.key, unit.image, image_id, "built", how, changed)
+
+
+def _variant(ctx: Ctx, unit: Unit) -> str:
+    return ctx.plan.stem if unit.variant else ""
+
+
+def unit_labels(ctx: Ctx, unit: Unit) -> tuple[tuple[str, str], ...]:
+    """The labels an image is found by: its unit, key and variant, and the inputs its key is the hash of."""
+    return ((engine.UNIT_LABEL, unit.name), (engine.KEY_LABEL, unit.key), (engine.VARIANT_LABEL, _variant(ctx, unit)),
+            (engine.INPUTS_LABEL, json.dumps(dict(unit.inputs), sort_keys=True, separators=(",", ":"))))
+
+
+def _summary(done: tuple[UnitRecord, ...]) -> str:
+    """The units grouped by how each was had: "built: atom; found here by key: torch, triton, ..."."""
+    groups: dict[str, list[str]] = {}
+    for unit in done:
+        groups.setdefault(unit.how, []).append(unit.name)
+    return "; ".join(f"{how}: {', '.join(names)}" for how, names in groups.items())
 
 
 def wheels(ctx: Ctx, rec: BuildRecord) -> Outcome:
-    spec = ctx.plan.wheels
-    image_id, how = _reuse_or_build(ctx, spec)
-    raw = engine.read_file(ctx.cli, image_id, "/wheels/manifest.json", rec.run_id)
+    done = tuple(_ensure(ctx, unit) for unit in ctx.plan.step_units("wheels"))
+    assembly = done[-1]
+    raw = engine.read_file(ctx.cli, assembly.image_id, "/wheels/manifest.json", rec.run_id)
     if raw is None:
-        raise StepFailed(f"{spec.image} has no /wheels/manifest.json. To fix, rebuild it: invoke wheels --rebuild.")
-    result = Wheels(spec.image, image_id, not how.startswith("built"), json.loads(raw), digest(raw))
-    detail = f"{spec.image} ({how}), {len(result.manifest['wheels'])} wheels"
-    return replace(rec, wheels=result), "reused" if result.reused else "passed", detail
+        raise StepFailed(f"{assembly.image} has no /wheels/manifest.json. To fix, rebuild it: invoke wheels --rebuild.")
+    result = Wheels(assembly.image, assembly.image_id, assembly.status == "reused", json.loads(raw), digest(raw))
+    rec = replace(rec, wheels=result, units=(*rec.units, *done))
+    detail = f"{assembly.image}: {_summary(done)}; {len(result.manifest['wheels'])} wheels"
+    return rec, "reused" if all(u.status == "reused" for u in done) else "passed", detail
 
 
 def clean(ctx: Ctx, rec: BuildRecord) -> Outcome:
-    spec = ctx.plan.clean
-    image_id, how = _reuse_or_build(ctx, spec, clean_labels(ctx.plan, rec))
-    status = "passed" if how.startswith("built") else "reused"
-    return replace(rec, clean_id=image_id, candidate_id=image_id), status, f"{spec.image} ({how})"
+    done = []
+    for unit in ctx.plan.step_units("clean"):
+        done.append(_ensure(ctx, unit, clean_labels(ctx.plan, rec) if unit.name == "clean" else ()))
+    image_id = done[-1].image_id
+    status = "reused" if all(u.status == "reused" for u in done) else "passed"
+    rec = replace(rec, clean_id=image_id, candidate_id=image_id, units=(*rec.units, *done))
+    return rec, status, f"{done[-1].image}: {_summary(tuple(done))}"
 
 
 def patch(ctx: Ctx, rec: BuildRecord) -> Outcome:
@@ -97,9 +133,12 @@ def patch(ctx: Ctx, rec: BuildRecord) -> Outcome:
     base = rec.candidate_ref or ctx.plan.clean.image
     spec = patch_build(base, ctx.plan.patch.image, ctx.patch_only)
     if spec == ctx.plan.patch:
-        image_id, how = _reuse_or_build(ctx, spec)
-    else:
-        image_id, how = buildx.build(spec, ctx.plan.options), "built"
+        done = _ensure(ctx, ctx.plan.unit("candidate"))
+        rec = replace(rec, units=(*rec.units, done))
+        image_id, how = done.image_id, done.how
+    else:  # an image the user named, or --only: not a keyed unit; it must not carry its parent's key
+        adhoc = ((engine.UNIT_LABEL, "patch"), (engine.KEY_LABEL, ""), (engine.VARIANT_LABEL, ""), (engine.INPUTS_LABEL, ""))
+        image_id, how = buildx.build(spec, ctx.plan.options, labels=adhoc), "built"
     data = engine.read_json(ctx.cli, image_id, metadata.PATCHES_PATH, rec.run_id) or {}
     outcomes = ", ".join(f"{p['name']}={p['outcome']}" for p in data.get("patches", [])) or "no patch report"
     summary = f"{spec.image} ({how}): {outcomes}"

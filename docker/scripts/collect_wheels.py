@@ -1,9 +1,8 @@
 """The wheels stage's checks and records (stdlib only; runs in build stages and in the clean image).
 
-    collect       check the component wheels under --in and write manifest.json and the two hash-pinned
-                  requirement files (common/: the same for every arch and CK mode; arch/: this build's)
-    lock-check    the lock file was made for these aiter and ATOM commits
-    split-lock    the lock's binary-only lines and the lines of what DEPS_BUILD builds from an sdist
+    collect       check the component wheels under --in and write manifest.json and the three hash-pinned
+                  requirement files, one per install layer (common/: the same for every arch, CK mode and
+                  aiter/ATOM pin; atom/: ATOM; arch/: this arch's aiter)
     torch-triton  the triton requirement of a torch wheel's own metadata (triton-rocm==3.6.0 for ROCm torch)
     source-facts  commit, date and `git describe` of a source checkout, as JSON
     no-nvidia     fail when an nvidia-* distribution is installed in this interpreter
@@ -29,10 +28,10 @@ import zipfile
 from pathlib import Path
 
 INSTALLER = "uv"
-LOCK_HEADER = "# atom-build-lock "
-# component -> the folder under --in its wheels are in, and whether they are this arch's (arch/) or common/.
-FOLDERS = {"torch": ("torch", False), "triton": ("triton", False), "deps": ("deps", False), "atom": ("atom", False),
-           "mori": ("mori", False), "mori-arch": ("mori-arch", True), "aiter": ("aiter", True)}
+# folder under --in -> the install layer its wheels go to (the clean image's layers, least changing first).
+FOLDERS = {"torch": "common", "triton": "common", "deps": "common", "sdists": "common", "mori": "common",
+           "atom": "atom", "mori-arch": "arch", "aiter": "arch"}
+LAYERS = ("common", "atom", "arch")
 TRITONS = ("triton", "triton-rocm", "pytorch-triton-rocm", "pytorch-triton")
 
 
@@ -82,7 +81,7 @@ def compiled_kernels(path: Path, arch: str) -> list[str]:
 
 def expected() -> dict[str, str]:
     """component -> where it came from, for every component the build arguments ask for."""
-    out = {"torch": _torch_ref("torch", env("TORCH_VERSION")), "deps": "lock/runtime.txt",
+    out = {"torch": _torch_ref("torch", env("TORCH_VERSION")), "deps": "lock/deps.txt",
            "aiter": f"git:{env('AITER_REPO')}@{env('AITER_REF')}", "atom": f"git:{env('ATOM_REPO')}@{env('ATOM_REF')}"}
     for extra in ("torchvision", "torchaudio"):
         if env(f"{extra.upper()}_VERSION"):
@@ -114,17 +113,17 @@ def component_of(name: str, folder: str) -> str:
         return "mori"
     if folder == "deps" and key == "flydsl":
         return "flydsl"
-    return folder
+    return "deps" if folder == "sdists" else folder
 
 
 # ---- collect ---------------------------------------------------------------------------------------------------
 
-def collect(in_root: Path, out: Path, lock_dir: Path) -> list[str]:
+def collect(in_root: Path, out: Path) -> list[str]:
     errors: list[str] = []
     entries, owners = [], {}
-    for folder, (sub, arch_specific) in FOLDERS.items():
-        for whl in sorted((in_root / sub).glob("*.whl")):
-            entry = _entry(whl, folder, arch_specific, errors)
+    for folder, layer in FOLDERS.items():
+        for whl in sorted((in_root / folder).glob("*.whl")):
+            entry = _entry(whl, folder, layer, errors)
             if entry:
                 entries.append(entry)
                 _claim(owners, whl, entry["name"], errors)
@@ -135,11 +134,11 @@ def collect(in_root: Path, out: Path, lock_dir: Path) -> list[str]:
     installer = _installer(in_root / "installer", errors)
     if errors:
         return errors
-    _write(out, entries, installer, in_root, lock_dir)
+    _write(out, entries, installer, in_root)
     return []
 
 
-def _entry(whl: Path, folder: str, arch_specific: bool, errors: list[str]) -> dict | None:
+def _entry(whl: Path, folder: str, layer: str, errors: list[str]) -> dict | None:
     try:
         meta = wheel_metadata(whl)
     except (zipfile.BadZipFile, ValueError, KeyError) as exc:
@@ -147,7 +146,7 @@ def _entry(whl: Path, folder: str, arch_specific: bool, errors: list[str]) -> di
         return None
     return {"component": component_of(meta["Name"], folder), "name": meta["Name"], "version": meta["Version"],
             "filename": whl.name, "sha256": sha256(whl), "size": whl.stat().st_size,
-            "layer": "arch" if arch_specific else "common", "path": str(whl),
+            "layer": layer, "path": str(whl),
             "requires": meta.get_all("Requires-Dist") or []}
 
 
@@ -211,8 +210,8 @@ def _installer(folder: Path, errors: list[str]) -> dict | None:
             "source": f"pypi:{env('INSTALLER_PACKAGE', INSTALLER)}=={env('INSTALLER_VERSION')}"}
 
 
-def _write(out: Path, entries: list[dict], installer: dict | None, in_root: Path, lock_dir: Path) -> None:
-    for layer in ("common", "arch"):
+def _write(out: Path, entries: list[dict], installer: dict | None, in_root: Path) -> None:
+    for layer in LAYERS:
         (out / layer).mkdir(parents=True, exist_ok=True)
         chosen = sorted((e for e in entries if e["layer"] == layer), key=lambda e: normalize(e["name"]))
         # Sorted and free of anything arch-specific: common/requirements.txt is byte-identical across archs.
@@ -224,7 +223,7 @@ def _write(out: Path, entries: list[dict], installer: dict | None, in_root: Path
     manifest = {
         "schema": 2, "arch": env("GPU_ARCH"), "ck_mode": "ck" if env("ENABLE_CK") == "1" else "ckfree",
         "prebuild_kernels": env("PREBUILD_KERNELS", "0") == "1", "aiter_triton_only": env("AITER_TRITON_ONLY", "0") == "1",
-        "lock_sha256": _lock_digest(lock_dir), "installer": installer,
+        "lock_sha256": env("LOCK_SHA256"), "installer": installer, "component_keys": _component_keys(),
         "sources": {name: _source(in_root / name / "SOURCE.json") for name in ("aiter", "atom")},
         "expected": expected(),
         "wheels": [{k: v for k, v in e.items() if k not in ("path", "requires")}
@@ -233,56 +232,16 @@ def _write(out: Path, entries: list[dict], installer: dict | None, in_root: Path
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
 
 
-def _lock_digest(lock_dir: Path) -> str:
-    h = hashlib.sha256()
-    for name in ("runtime.txt", "build.txt"):
-        h.update((lock_dir / name).read_bytes())
-    return "sha256:" + h.hexdigest()
+def _component_keys() -> dict[str, str]:
+    """COMPONENT_KEYS="name=key ...": the key of every component image this assembly read (cleanbuild/components.py)."""
+    return dict(item.split("=", 1) for item in env("COMPONENT_KEYS").split() if "=" in item)
 
 
 def _source(path: Path) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-# ---- the lock --------------------------------------------------------------------------------------------------
-
-def lock_header(lock: Path) -> dict:
-    first = lock.read_text().split("\n", 1)[0]
-    if not first.startswith(LOCK_HEADER):
-        raise SystemExit(f"collect_wheels: error: {lock} has no atom-build-lock header. To fix, run `invoke lock`.")
-    return json.loads(first[len(LOCK_HEADER):])
-
-
-def lock_check(lock: Path, aiter_ref: str, atom_ref: str) -> list[str]:
-    header = lock_header(lock)
-    problems = []
-    for name, want in (("aiter", aiter_ref), ("atom", atom_ref)):
-        if header.get(f"{name}_ref") != want:
-            problems.append(f"the lock was made for {name} {header.get(f'{name}_ref')}, the profile pins {want}. "
-                            "To fix, run `invoke lock` and commit the lock with the pin")
-    return problems
-
-
-def split_lock(lock: Path, build: set[str], binary: Path, source: Path) -> None:
-    """Requirement blocks (a name line and its --hash lines) go to binary or source by the project's name."""
-    blocks: list[list[str]] = []
-    for line in lock.read_text().splitlines():
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        if not line.startswith(" "):
-            blocks.append([])
-        if blocks:
-            blocks[-1].append(line.split(" #")[0].rstrip() if not line.startswith(" ") else line)
-    chosen = {True: [], False: []}
-    for block in blocks:
-        name = normalize(re.split(r"[=<>!~; \\]", block[0], maxsplit=1)[0])
-        chosen[name in build].append("\n".join(block))
-    missing = build - {normalize(re.split(r"[=<>!~; \\]", b[0], maxsplit=1)[0]) for b in blocks}
-    if missing:
-        raise SystemExit(f"collect_wheels: error: DEPS_BUILD names {', '.join(sorted(missing))}, which the lock lacks")
-    binary.write_text("\n".join(chosen[False]) + "\n")
-    source.write_text("\n".join(chosen[True]) + ("\n" if chosen[True] else ""))
-
+# ---- torch, sources, the installed venv ------------------------------------------------------------------------
 
 def torch_triton(torch_dir: Path) -> str:
     """The triton requirement in the torch wheel's Requires-Dist (markers for this interpreter evaluated loosely)."""
@@ -338,16 +297,6 @@ def main(argv: list[str] | None = None) -> int:
     col = sub.add_parser("collect")
     col.add_argument("--in", dest="in_root", type=Path, required=True)
     col.add_argument("--out", type=Path, required=True)
-    col.add_argument("--lock", type=Path, required=True, help="folder holding runtime.txt and build.txt")
-    chk = sub.add_parser("lock-check")
-    chk.add_argument("--lock", type=Path, required=True)
-    chk.add_argument("--aiter-ref", required=True)
-    chk.add_argument("--atom-ref", required=True)
-    spl = sub.add_parser("split-lock")
-    spl.add_argument("--lock", type=Path, required=True)
-    spl.add_argument("--build", default="")
-    spl.add_argument("--binary", type=Path, required=True)
-    spl.add_argument("--source", type=Path, required=True)
     tt = sub.add_parser("torch-triton")
     tt.add_argument("--torch", type=Path, required=True)
     sf = sub.add_parser("source-facts")
@@ -361,24 +310,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _cmd_collect(args) -> int:
-    errors = collect(args.in_root, args.out, args.lock)
+    errors = collect(args.in_root, args.out)
     for line in errors:
         print(f"collect_wheels: error: {line}", file=sys.stderr)
     if not errors:
         print(f"collect_wheels: manifest of the wheels for {env('GPU_ARCH')} in {args.out}")
     return 1 if errors else 0
-
-
-def _cmd_lock_check(args) -> int:
-    problems = lock_check(args.lock, args.aiter_ref, args.atom_ref)
-    for line in problems:
-        print(f"collect_wheels: error: {line}", file=sys.stderr)
-    return 1 if problems else 0
-
-
-def _cmd_split(args) -> int:
-    split_lock(args.lock, {normalize(n) for n in args.build.split() if n}, args.binary, args.source)
-    return 0
 
 
 def _cmd_torch_triton(args) -> int:
@@ -404,8 +341,7 @@ def _cmd_scrub(args) -> int:
     return 0
 
 
-COMMANDS = {"scrub-uv": _cmd_scrub, "collect": _cmd_collect, "lock-check": _cmd_lock_check, "split-lock": _cmd_split,
-            "torch-triton": _cmd_torch_triton, "source-facts": _cmd_source_facts, "no-nvidia": _cmd_no_nvidia}
+COMMANDS = {"scrub-uv": _cmd_scrub, "collect": _cmd_collect, "torch-triton": _cmd_torch_triton, "source-facts": _cmd_source_facts, "no-nvidia": _cmd_no_nvidia}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -9,8 +9,10 @@ set -eu
 common=$1 reqs=$2 mode=$3 arch=${4:-}
 links="--find-links $common"
 if [ -n "$arch" ]; then links="$links --find-links $arch"; fi
-nodeps=""
-if [ "$mode" = no-deps ]; then nodeps="--no-deps"; fi
+nodeps="" compile="--compile-bytecode"
+# A layer on top of another (no-deps) compiles only its own files: uv would recompile the whole venv and copy every
+# lower layer's bytecode into this one. compileall skips each .pyc that is already up to date.
+if [ "$mode" = no-deps ]; then nodeps="--no-deps" compile=""; fi
 if [ -s "$common/installer.txt" ]; then
   pip install --quiet --no-index --no-deps --only-binary=:all: --require-hashes \
     --find-links "$common/installer" --target /tmp/uv -r "$common/installer.txt"
@@ -18,8 +20,12 @@ if [ -s "$common/installer.txt" ]; then
   # hardlink: uv unpacks each wheel into its temporary cache on this same file system and links the files into
   # the venv instead of copying them again (the cache folder is deleted; the venv keeps the only links).
   UV_NO_CACHE=1 UV_LINK_MODE=hardlink UV_PYTHON_DOWNLOADS=never /tmp/uv/bin/uv --no-config pip install \
-    --python /opt/venv/bin/python --no-index $links --only-binary :all: --require-hashes --compile-bytecode \
+    --python /opt/venv/bin/python --no-index $links --only-binary :all: --require-hashes $compile \
     $nodeps -r "$reqs"
+  # Like uv's own compile step, a file that does not compile (a package's Python 2 test data) is not an error.
+  if [ -z "$compile" ]; then
+    /opt/venv/bin/python -m compileall -q -j 0 "$(/opt/venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null || true
+  fi
   /tmp/uv/bin/uv --no-config pip check --python /opt/venv/bin/python
   rm -rf /tmp/uv
   # uv stamps each dist-info with uv_cache.json (a timestamp): two builds of one closure would differ.

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild.profiles import PROFILE_DIR
 from tests.support.scripts import load_script
-from tests.support.upstream import AITER_HEAD, AITER_PIN, ATOM_PIN
+from tests.support.upstream import AITER_PIN, ATOM_PIN
 from tests.support.wheels import make_wheel
 
 ARGS = {"GPU_ARCH": "gfx942", "ENABLE_CK": "0", "PREBUILD_KERNELS": "0", "AITER_TRITON_ONLY": "1",
         "TORCH_SOURCE": "local", "TORCH_VERSION": "2.13.0", "TRITON_SOURCE": "pypi", "TRITON_PACKAGE": "triton",
         "TRITON_VERSION": "3.6.0", "MORI_SOURCE": "none", "AITER_REPO": "/local/repos/aiter.git", "AITER_REF": AITER_PIN,
-        "ATOM_REPO": "/local/repos/atom.git", "ATOM_REF": ATOM_PIN, "INSTALLER_SOURCE": "none"}
+        "ATOM_REPO": "/local/repos/atom.git", "ATOM_REF": ATOM_PIN, "INSTALLER_SOURCE": "none",
+        "LOCK_SHA256": "sha256:" + "ab" * 32, "COMPONENT_KEYS": "torch=" + "1" * 64 + " atom=" + "2" * 64}
 UNSET = ("TORCHVISION_VERSION", "TORCHAUDIO_VERSION", "TORCH_INDEX_URL", "MORI_PACKAGE", "MORI_VERSION", "MORI_REPO",
          "MORI_REF", "INSTALLER_PACKAGE", "INSTALLER_VERSION")
 
@@ -34,7 +34,7 @@ def sha256(path: Path) -> str:
 
 @pytest.fixture
 def stage(tmp_path, monkeypatch) -> Path:
-    """/in as the collect stage mounts it: one folder per component stage, each with its wheels; and /lock."""
+    """/in as the collect stage mounts it: one folder per component image, each with its wheels."""
     for key, value in ARGS.items():
         monkeypatch.setenv(key, value)
     for key in UNSET:
@@ -49,18 +49,14 @@ def stage(tmp_path, monkeypatch) -> Path:
     for name, sha in (("aiter", AITER_PIN), ("atom", ATOM_PIN)):
         (root / name / "SOURCE.json").write_text(json.dumps({"sha": sha, "date": "2026-08-03T00:00:00+00:00",
                                                              "describe": "v0", "repo": f"/local/repos/{name}.git"}))
-    for name in ("mori", "mori-arch", "installer"):
+    for name in ("mori", "mori-arch", "installer", "sdists"):
         (root / name).mkdir()
-    lock = tmp_path / "lock"
-    lock.mkdir()
-    (lock / "runtime.txt").write_text("numpy==2.3.4\n")
-    (lock / "build.txt").write_text("wheel==0.45.1\n")
     return root
 
 
 def collect(stage: Path) -> tuple[list[str], Path]:
     out = stage.parent / "collected"
-    return cw.collect(stage, out, stage.parent / "lock"), out
+    return cw.collect(stage, out), out
 
 
 # ---- collect --------------------------------------------------------------------------------------------------
@@ -68,24 +64,26 @@ def collect(stage: Path) -> tuple[list[str], Path]:
 def test_collect_writes_hash_pinned_requirements_per_layer(stage):
     errors, out = collect(stage)
     common = (out / "common" / "requirements.txt").read_text().splitlines()
+    atom = (out / "atom" / "requirements.txt").read_text().splitlines()
     arch = (out / "arch" / "requirements.txt").read_text().splitlines()
     wheel = {p.name.split("-")[0]: p for p in stage.rglob("*.whl")}
     assert errors == []
     assert common == [f"{n}=={v} --hash=sha256:{sha256(wheel[d])}" for n, v, d in (
-        ("atom", "0.1.1.dev1+g181b0f46d", "atom"), ("flydsl", "0.2.4", "flydsl"), ("numpy", "2.3.4", "numpy"),
+        ("flydsl", "0.2.4", "flydsl"), ("numpy", "2.3.4", "numpy"),
         ("torch", "2.13.0", "torch"), ("triton", "3.6.0", "triton"))]
+    assert atom == [f"atom==0.1.1.dev1+g181b0f46d --hash=sha256:{sha256(wheel['atom'])}"]
     assert arch == [f"amd-aiter==0.1.20.dev38+g79366eb81 --hash=sha256:{sha256(wheel['amd_aiter'])}"]
 
 
 def test_collect_writes_the_manifest(stage):
     errors, out = collect(stage)
     manifest = json.loads((out / "manifest.json").read_text())
-    lock_digest = "sha256:" + hashlib.sha256(b"numpy==2.3.4\nwheel==0.45.1\n").hexdigest()
     assert errors == []
     assert (manifest["schema"], manifest["arch"], manifest["ck_mode"], manifest["lock_sha256"]) == (
-        2, "gfx942", "ckfree", lock_digest)
+        2, "gfx942", "ckfree", "sha256:" + "ab" * 32)
+    assert manifest["component_keys"] == {"torch": "1" * 64, "atom": "2" * 64}
     assert {w["name"]: (w["component"], w["layer"]) for w in manifest["wheels"]} == {
-        "amd-aiter": ("aiter", "arch"), "atom": ("atom", "common"), "flydsl": ("flydsl", "common"),
+        "amd-aiter": ("aiter", "arch"), "atom": ("atom", "atom"), "flydsl": ("flydsl", "common"),
         "numpy": ("deps", "common"), "torch": ("torch", "common"), "triton": ("triton", "common")}
     assert (manifest["sources"]["aiter"]["sha"], manifest["sources"]["atom"]["sha"]) == (AITER_PIN, ATOM_PIN)
     assert manifest["expected"]["aiter"] == f"git:/local/repos/aiter.git@{AITER_PIN}"
@@ -160,45 +158,12 @@ def test_an_unreadable_wheel_is_named(stage):
     assert collect(stage)[0][0].startswith("unreadable wheel broken-1.0-py3-none-any.whl (deps)")
 
 
-# ---- the lock -------------------------------------------------------------------------------------------------
-
-def test_lock_check_accepts_the_lock_made_for_these_refs():
-    assert cw.lock_check(PROFILE_DIR / "offline.lock", AITER_PIN, ATOM_PIN) == []
-
-
-def test_lock_check_refuses_a_lock_made_for_other_refs():
-    problems = cw.lock_check(PROFILE_DIR / "offline.lock", AITER_HEAD, ATOM_PIN)
-    assert problems == [f"the lock was made for aiter {AITER_PIN}, the profile pins {AITER_HEAD}. "
-                        "To fix, run `invoke lock` and commit the lock with the pin"]
-
-
-def test_lock_check_refuses_a_file_without_the_header(tmp_path):
-    lock = tmp_path / "runtime.txt"
-    lock.write_text("numpy==2.3.4\n")
-    with pytest.raises(SystemExit, match="has no atom-build-lock header"):
-        cw.lock_check(lock, AITER_PIN, ATOM_PIN)
-
-
-def test_split_lock_puts_the_sdist_block_apart_with_its_hashes(tmp_path):
-    binary, source = tmp_path / "binary.txt", tmp_path / "source.txt"
-    cw.split_lock(PROFILE_DIR / "offline.lock", {"zmq"}, binary, source)
-    assert source.read_text() == ("zmq==0.0.0 \\\n"
-                                  "    --hash=sha256:6b1a1de53338646e8c8405803cffb659e8eb7bb02fff4c9be62a7acfac8370c9\n")
-
-
-def test_split_lock_keeps_every_other_block_for_the_binary_download(tmp_path):
-    binary, source = tmp_path / "binary.txt", tmp_path / "source.txt"
-    lock = PROFILE_DIR / "offline.lock"
-    cw.split_lock(lock, {"zmq"}, binary, source)
-    names = [line.split("==")[0] for line in lock.read_text().splitlines() if line[:1].isalnum()]
-    kept = [line.split("==")[0] for line in binary.read_text().splitlines() if line[:1].isalnum()]
-    assert kept == [n for n in names if n != "zmq"] and "pyzmq" in kept
-    assert binary.read_text().count("--hash=sha256:") == lock.read_text().count("--hash=sha256:") - 1
-
-
-def test_split_lock_refuses_a_build_name_the_lock_lacks(tmp_path):
-    with pytest.raises(SystemExit, match="DEPS_BUILD names not-in-lock, which the lock lacks"):
-        cw.split_lock(PROFILE_DIR / "offline.lock", {"zmq", "not-in-lock"}, tmp_path / "b", tmp_path / "s")
+def test_a_wheel_built_from_an_sdist_is_part_of_the_closure_in_the_common_layer(stage):
+    make_wheel(stage / "sdists", "zmq", "0.0.0")
+    errors, out = collect(stage)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert errors == []
+    assert {w["name"]: (w["component"], w["layer"]) for w in manifest["wheels"]}["zmq"] == ("deps", "common")
 
 
 # ---- torch's triton -------------------------------------------------------------------------------------------
@@ -223,7 +188,7 @@ def test_torch_without_a_triton_requirement_is_an_error(tmp_path):
 
 def test_command_line_collect_exits_1_with_one_line_per_problem(stage, capsys):
     next((stage / "atom").glob("*.whl")).unlink()
-    code = cw.main(["collect", "--in", str(stage), "--out", str(stage.parent / "out"), "--lock", str(stage.parent / "lock")])
+    code = cw.main(["collect", "--in", str(stage), "--out", str(stage.parent / "out")])
     assert (code, capsys.readouterr().err.splitlines()) == (1, [
         f"collect_wheels: error: missing wheel for component 'atom' (from git:/local/repos/atom.git@{ATOM_PIN}): "
         "its stage produced none"])

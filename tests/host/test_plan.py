@@ -124,11 +124,19 @@ def test_key_changes_with_the_lock_files_bytes(profile_dir, lock_file):
     assert make(path=path).wheels_key != before
 
 
-def test_clean_build_uses_the_wheels_image_of_the_same_plan():
+def test_clean_build_uses_the_wheels_image_and_the_atom_layer_of_the_same_plan():
     plan = make(arch=Arch.GFX950, ck_free=True)
     args = dict(plan.clean.build_args)
-    assert args == {"WHEELS_IMAGE": plan.wheels.image, "BASE_IMAGE": plan.base_image, "GPU_ARCH": "gfx950",
-                    "ENABLE_CK": "0"}
+    assert {k: args[k] for k in ("WHEELS_IMAGE", "ATOM_IMAGE", "GPU_ARCH", "ENABLE_CK")} == {
+        "WHEELS_IMAGE": plan.wheels.image, "ATOM_IMAGE": plan.unit("atom-layer").image, "GPU_ARCH": "gfx950",
+        "ENABLE_CK": "0"}
+
+
+def test_the_layers_start_from_each_other():
+    plan = make()
+    assert dict(plan.unit("atom-layer").args)["VENV_IMAGE"] == plan.unit("venv").image
+    venv = dict(plan.unit("venv").args)
+    assert (venv["WHEELS_IMAGE"], venv["BASE_IMAGE"]) == (plan.wheels.image, plan.base_image)
 
 
 def test_patch_builds_on_the_clean_image():

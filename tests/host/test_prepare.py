@@ -33,8 +33,10 @@ def test_default_context_holds_the_scripts_and_the_profiles_locks(tmp_path):
     made = prepare.prepare(plan, image_exists=lambda ref: pytest.fail(f"no stand-in to look up, asked {ref}"))
     ctx = plan.prepare.context
     assert made == {"context": str(ctx), "context_reused": False}
-    assert (ctx / "lock" / "runtime.txt").read_bytes() == (profiles.PROFILE_DIR / "default.lock").read_bytes()
-    assert (ctx / "lock" / "build.txt").read_bytes() == (profiles.PROFILE_DIR / "default.build.lock").read_bytes()
+    assert sorted(p.name for p in (ctx / "lock").iterdir()) == ["aiter-build.txt", "build.txt", "deps.txt", "sdists.txt"]
+    assert (ctx / "lock" / "deps.txt").read_text() + (ctx / "lock" / "sdists.txt").read_text() != ""
+    for name in ("build.txt", "deps.txt", "sdists.txt", "aiter-build.txt"):  # never the header: it names both pins
+        assert "atom-build-lock" not in (ctx / "lock" / name).read_text()
     assert (ctx / "docker" / "scripts" / "git-fetch.sh").read_bytes() == (ROOT / "docker/scripts/git-fetch.sh").read_bytes()
     assert json.loads((ctx / "PREPARED.json").read_text()) == {"key": plan.prepare.key}
     assert (list((ctx / "local" / "repos").iterdir()), leftovers(tmp_path)) == ([], [])
@@ -50,9 +52,19 @@ def test_a_missing_lock_fails_naming_it_and_leaves_no_context(tmp_path, profile_
     (profile_dir / "default.build.lock").unlink()
     plan = P.make_plan(profiles.load("default", path=profile_dir / "default.toml"),
                        P.Options(arch=Arch.GFX942, cache_dir=tmp_path / "cache"))
-    with pytest.raises(StepFailed, match=f"{profile_dir / 'default.build.lock'} is missing. To fix, run `invoke lock`"):
+    with pytest.raises(StepFailed, match=f"{profile_dir / 'default.build.lock'} is missing. To fix, run `invoke lock --profile default`"):
         prepare.prepare(plan, image_exists=lambda ref: True)
     assert not plan.prepare.context.exists()
+
+
+def test_a_lock_made_for_other_pins_is_refused_before_anything_is_made(tmp_path):
+    """The stages never see the lock's header (it names both pins): the host checks it, in the prepare step."""
+    plan = P.make_plan(profiles.load("offline", {"components.atom.ref": "ffdf3bb5ddf8a15a64d521a2eeb3bc7438f9ac21"}),
+                       P.Options(arch=Arch.GFX950, cache_dir=tmp_path))
+    with pytest.raises(StepFailed, match="the lock was made for atom 181b0f46dfd783bfc083f42d88b3de59f02171bf, the "
+                                         "profile pins ffdf3bb5ddf8a15a64d521a2eeb3bc7438f9ac21. To fix, run `invoke lock"):
+        prepare.prepare(plan, image_exists=lambda ref: True)
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())
 
 
 def offline_plan(tmp_path, repos: dict[str, Path]) -> P.Plan:

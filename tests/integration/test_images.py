@@ -14,6 +14,7 @@ import pytest
 
 from cleanbuild import engine, metadata, profiles
 from cleanbuild.errors import BuildFailed
+from cleanbuild.plan import build_spec
 from tests.support.builds import build_with
 from tests.support.tiny_model import make_tiny_model
 
@@ -62,9 +63,10 @@ def image_json(cli, image: str, path: str) -> dict:
 def test_wheels_image_holds_only_wheels_requirements_and_manifest(docker_engine, built):
     files = set(wheels_files(docker_engine, built.wheels))
     assert "wheels/manifest.json" in files
-    assert {"wheels/common/requirements.txt", "wheels/arch/requirements.txt", "wheels/common/installer.txt"} <= files
-    others = files - {"wheels/manifest.json", "wheels/common/requirements.txt", "wheels/arch/requirements.txt",
-                      "wheels/common/installer.txt"}
+    listed = {"wheels/manifest.json", "wheels/common/requirements.txt", "wheels/atom/requirements.txt",
+              "wheels/arch/requirements.txt", "wheels/common/installer.txt"}
+    assert listed <= files
+    others = files - listed
     assert others and all(f.endswith(".whl") for f in others), others
     assert [f for f in others if f.startswith("wheels/common/installer/")] == [
         f for f in others if "/uv-" in f]
@@ -77,7 +79,7 @@ def test_manifest_matches_the_wheels_and_names_the_real_pins(docker_engine, buil
         path = f"wheels/{wheel['layer']}/{wheel['filename']}"
         assert files[path] == wheel["sha256"], path
     by_name = {w["name"]: w for w in manifest["wheels"]}
-    assert by_name["amd-aiter"]["layer"] == "arch" and by_name["atom"]["layer"] == "common"
+    assert by_name["amd-aiter"]["layer"] == "arch" and by_name["atom"]["layer"] == "atom"
     # The real packages at the pinned commits, with versions setuptools_scm derived from their history.
     assert by_name["amd-aiter"]["version"].startswith("0.1.20.dev38+g79366eb8")
     assert "+g181b0f46" in by_name["atom"]["version"] and by_name["atom"]["version"] != "0.0.0"
@@ -90,7 +92,7 @@ def test_manifest_matches_the_wheels_and_names_the_real_pins(docker_engine, buil
 def test_requirement_files_pin_every_wheel_by_hash(docker_engine, built):
     files = wheels_files(docker_engine, built.wheels)
     manifest = json.loads(files["wheels/manifest.json"])
-    for layer in ("common", "arch"):
+    for layer in ("common", "atom", "arch"):
         lines = files[f"wheels/{layer}/requirements.txt"].splitlines()
         want = sorted(f"{w['name']}=={w['version']} --hash=sha256:{w['sha256']}" for w in manifest["wheels"]
                       if w["layer"] == layer)
@@ -182,8 +184,8 @@ def test_one_venv_layer_serves_every_arch_and_ck_mode(docker_engine, offline_bui
     """The arch-independent closure is ONE layer, the same digest in gfx950 CK-free and gfx942 CK: stored once."""
     images = [b.record.clean_id for b in offline_builds.values()]
     a, b = (engine.layers(docker_engine, image) for image in images)
-    assert a[:2] == b[:2]  # the stand-in base and the venv-common layer: the same digests, in the same place
-    assert a[2:] != b[2:]  # above them, each arch's own layers (aiter)
+    assert a[:3] == b[:3]  # the stand-in base, the venv layer and ATOM's: the same digests, in the same place
+    assert a[3:] != b[3:]  # above them, each arch's own layers (aiter)
     oldest_first = list(reversed(docker_engine.api.history(images[0])))
     venv = next(h for h in oldest_first if "install.sh /wheels/common /wheels/common/requirements.txt" in h["CreatedBy"])
     assert venv["Size"] == max(h["Size"] for h in oldest_first)  # and it is the big one (torch and the closure)
@@ -223,13 +225,6 @@ def test_prebuilt_kernels_asked_but_absent_fails(offline_builds):
     assert "holds no compiled aiter/jit/*.so for gfx950" in str(info.value)
 
 
-def test_a_lock_made_for_other_pins_is_refused(offline_builds):
-    built = offline_builds["gfx950-ckfree"]
-    with pytest.raises(BuildFailed) as info:
-        build_with(built.plan.wheels, built.plan.options, ATOM_REF="ffdf3bb5ddf8a15a64d521a2eeb3bc7438f9ac21")
-    assert "the lock was made for atom 181b0f46" in str(info.value)
-
-
 def test_clean_refuses_a_list_of_archs(offline_builds):
     built = offline_builds["gfx950-ckfree"]
     with pytest.raises(BuildFailed) as info:
@@ -252,8 +247,9 @@ def test_clean_refuses_a_tampered_hash(docker_engine, offline_builds, tmp_path, 
 
     build_with(BuildSpec("tamper", tmp_path / "Dockerfile", tmp_path, None, (), tag), built.plan.options)
     try:
+        venv = build_spec(built.plan.unit("venv"))  # the layer that installs /wheels/common
         with pytest.raises(BuildFailed) as info:
-            build_with(replace(built.plan.clean, image=f"atom-build/clean:tampered-{tampered}"), built.plan.options,
+            build_with(replace(venv, image=f"atom-build/layer-venv:tampered-{tampered}"), built.plan.options,
                        WHEELS_IMAGE=tag)
         log = Path(str(info.value).rsplit("Full log: ", 1)[1]).read_text()
         assert ("THESE PACKAGES DO NOT MATCH THE HASHES" in log) if tampered == "installer" else ("Hash mismatch" in log)
@@ -268,5 +264,5 @@ def test_missing_local_torch_names_the_component(offline_builds, tmp_path):
     for wheel in (context / "local" / "torch").glob("*.whl"):
         wheel.unlink()
     with pytest.raises(BuildFailed) as info:
-        build_with(replace(built.plan.wheels, context=context), built.plan.options)
+        build_with(replace(build_spec(built.plan.unit("torch")), context=context), built.plan.options)
     assert "torch: no wheel in the build context's local/torch/" in Path(str(info.value).rsplit("Full log: ", 1)[1]).read_text()

@@ -10,28 +10,28 @@ from dataclasses import replace
 
 import pytest
 
-from cleanbuild import buildx, reproduce
+from cleanbuild import engine, pipeline, reproduce
+from cleanbuild.plan import Plan, make_plan
 from tests.support.builds import REPO, VARIANTS, offline_plan
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
-def cold_build(cli, n: int) -> tuple[str, str]:
-    """wheels and clean images of gfx950 CK-free under their own names, from a pruned BuildKit cache."""
+def cold_build(cli, n: int) -> Plan:
+    """Every image of gfx950 CK-free built again (rebuild: no image found by key) under names of its own
+    (atom-build/repro<n>/...), from a pruned BuildKit cache."""
     subprocess.run(["docker", "builder", "prune", "-af"], check=True, capture_output=True)  # noqa: S603,S607
     plan = offline_plan(VARIANTS[0], run_id=f"repro{n}")
-    wheels = replace(plan.wheels, image=f"atom-build/repro:wheels-{n}")
-    buildx.build(wheels, plan.options, show=False)
-    clean = replace(plan.clean, image=f"atom-build/repro:clean-{n}",
-                    build_args=tuple((k, wheels.image if k == "WHEELS_IMAGE" else v) for k, v in plan.clean.build_args))
-    buildx.build(clean, plan.options, show=False)
-    return wheels.image, clean.image
+    plan = make_plan(plan.profile, replace(plan.options, registry=f"atom-build/repro{n}"))
+    pipeline.run(plan, cli, ("preflight", "prepare", "wheels", "clean"), rebuild=True, failed_report=False)
+    return plan
 
 
 def test_two_cold_builds_give_the_same_closure(docker_engine, offline_builds):
     first, second = cold_build(docker_engine, 1), cold_build(docker_engine, 2)
     try:
-        result = reproduce.compare(docker_engine, (first[0], second[0]), (first[1], second[1]))
+        result = reproduce.compare(docker_engine, (first.wheels.image, second.wheels.image),
+                                   (first.clean.image, second.clean.image))
         out = REPO / "reports" / "reproducibility"
         out.mkdir(parents=True, exist_ok=True)
         (out / "offline-gfx950-ckfree.json").write_text(json.dumps(result, indent=2) + "\n")
@@ -41,5 +41,5 @@ def test_two_cold_builds_give_the_same_closure(docker_engine, offline_builds):
         if not result["clean_ids_identical"]:
             assert "rewrite-timestamp" in result["why_ids_differ"]
     finally:
-        for image in (*first, *second):
-            docker_engine.images.remove(image, force=True)
+        for image in (u.image for plan in (first, second) for u in plan.units):
+            engine.untag(docker_engine, image)  # untag only: an identical image may be the session's too

@@ -1,0 +1,172 @@
+"""Per-component keys (cleanbuild.components): each key moves with each of its inputs and with nothing else.
+
+Every test changes ONE input and asserts the exact set of units whose key moved. The plan is pure, so no engine."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from cleanbuild import components, dockerfile, lockfile, profiles
+from cleanbuild import plan as P
+from cleanbuild.arch import Arch
+from tests.support.upstream import AITER_HEAD, ATOM_HEAD
+
+ALL = {"torch", "triton", "deps", "sdists", "atom", "aiter", "mori", "installer", "wheels", "venv", "atom-layer",
+       "clean", "candidate"}
+DOWNSTREAM_OF_AITER = {"aiter", "wheels", "clean", "candidate"}
+
+
+def keys(profile="offline", overrides=None, path=None, **kw) -> dict[str, str]:
+    opts = P.Options(arch=kw.pop("arch", Arch.GFX950), ck_free=kw.pop("ck_free", True), **kw)
+    plan = P.make_plan(profiles.load(profile, overrides, path), opts)
+    return {u.name: u.key for u in plan.units}
+
+
+def moved(before: dict[str, str], after: dict[str, str]) -> set[str]:
+    return {name for name in before if before[name] != after[name]}
+
+
+BASE = keys()
+
+
+def test_every_unit_has_a_key():
+    assert set(BASE) == ALL
+
+
+def test_the_same_inputs_give_the_same_keys():
+    assert keys() == BASE
+
+
+def test_an_atom_bump_moves_atom_and_what_holds_it_only():
+    after = keys(overrides={"components.atom.ref": ATOM_HEAD})
+    assert moved(BASE, after) == {"atom", "wheels", "atom-layer", "clean", "candidate"}
+
+
+def test_an_aiter_bump_moves_aiter_and_what_holds_it_only():
+    after = keys(overrides={"components.aiter.ref": AITER_HEAD})
+    assert moved(BASE, after) == DOWNSTREAM_OF_AITER
+
+
+@pytest.mark.parametrize("change", [{"arch": Arch.GFX942}, {"ck_free": False}])
+def test_the_arch_and_the_ck_mode_move_aiter_never_the_shared_layers(change):
+    assert moved(BASE, keys(**change)) == DOWNSTREAM_OF_AITER
+
+
+def test_aiters_own_build_switches_move_aiter_only():
+    after = keys(overrides={"components.aiter.prebuild_kernels": "true"})
+    assert moved(BASE, after) == DOWNSTREAM_OF_AITER
+
+
+def test_max_jobs_is_how_fast_not_what_so_it_moves_nothing():
+    assert keys(overrides={"components.aiter.max_jobs": "7"}) == BASE
+
+
+def test_the_registry_moves_names_not_keys():
+    assert keys(registry="127.0.0.1:5000/other") == BASE
+
+
+def test_the_torch_wheel_moves_torch_aiter_and_the_venv():
+    after = keys(overrides={"components.torch.version": "2.12.0"})
+    assert moved(BASE, after) == {"torch", "aiter", "venv", "atom-layer", "wheels", "clean", "candidate"}
+
+
+def test_the_installer_moves_every_layer_it_installs():
+    after = keys(overrides={"components.installer.version": "0.13.8"})
+    assert moved(BASE, after) == {"installer", "wheels", "venv", "atom-layer", "clean", "candidate"}
+
+
+# ---- the lock: its blocks, never its header --------------------------------------------------------------------
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_the_locks_header_alone_moves_only_what_records_the_lock_digest(profile_dir):
+    path = profile_dir / "offline.toml"
+    before = keys(path=path)
+    _edit(profile_dir / "offline.lock", '"python": "3.11"', '"python": "3.11", "note": "x"')
+    assert moved(before, keys(path=path)) == {"wheels", "clean", "candidate"}
+
+
+def test_a_lock_line_outside_aiters_closure_moves_deps_not_aiter(profile_dir):
+    path = profile_dir / "offline.toml"
+    before = keys(path=path)
+    _edit(profile_dir / "offline.lock", "uvicorn==0.54.0", "uvicorn==0.54.1")
+    assert moved(before, keys(path=path)) == {"deps", "venv", "atom-layer", "wheels", "clean", "candidate"}
+
+
+def test_a_lock_line_aiters_build_installs_moves_deps_and_aiter(profile_dir):
+    path = profile_dir / "offline.toml"
+    before = keys(path=path)
+    _edit(profile_dir / "offline.lock", "pandas==3.1.1", "pandas==3.1.2")
+    assert moved(before, keys(path=path)) == {"deps", "aiter", "venv", "atom-layer", "wheels", "clean", "candidate"}
+
+
+def test_the_sdist_line_moves_sdists_not_deps(profile_dir):
+    path = profile_dir / "offline.toml"
+    before = keys(path=path)
+    _edit(profile_dir / "offline.lock", "zmq==0.0.0", "zmq==0.0.1")
+    assert moved(before, keys(path=path)) == {"sdists", "venv", "atom-layer", "wheels", "clean", "candidate"}
+
+
+def test_the_build_tools_move_every_wheel(profile_dir):
+    path = profile_dir / "offline.toml"
+    before = keys(path=path)
+    _edit(profile_dir / "offline.build.lock", "wheel==", "wheel===")
+    assert moved(before, keys(path=path)) == ALL
+
+
+def test_aiters_build_environment_is_aiters_and_torchs_closure_not_atoms():
+    text = (profiles.PROFILE_DIR / "offline.lock").read_text()
+    names = {b.name for b in lockfile.closure(text, {"pandas", "flydsl", "torch"})}
+    assert {"pandas", "numpy", "flydsl", "sympy"} <= names
+    assert not {"transformers", "fastapi", "uvicorn", "zmq", "pyzmq"} & names
+
+
+# ---- Dockerfile stages ----------------------------------------------------------------------------------------
+
+DOCKERFILE = """ARG BASE=scratch
+ARG SRC=a
+FROM ${BASE} AS builder
+RUN echo build
+FROM builder AS src-a
+RUN echo a
+FROM builder AS src-b
+RUN echo b
+FROM src-${SRC} AS src
+FROM builder AS one
+ARG ONE_REF
+RUN --mount=type=bind,from=src,source=/x,target=/x echo one
+FROM builder AS two
+ARG TWO_REF
+RUN echo two
+"""
+
+
+@pytest.fixture
+def small(tmp_path) -> Path:
+    path = tmp_path / "Dockerfile"
+    path.write_text(DOCKERFILE)
+    return path
+
+
+def test_a_target_reaches_its_stages_with_the_arguments_substituted(small):
+    assert [s.name for s in dockerfile.reached(small.read_text(), "one", {"SRC": "b"})] == ["builder", "src-b", "src", "one"]
+    assert dockerfile.used_args(small, "one", {}) == {"BASE", "SRC", "ONE_REF"}
+
+
+def test_an_edit_of_another_stage_does_not_move_a_targets_digest(small):
+    before = {t: dockerfile.stage_digest(small, t, {}) for t in ("one", "two")}
+    small.write_text(re.sub("echo two", "echo 2", DOCKERFILE))
+    assert (dockerfile.stage_digest(small, "one", {}), dockerfile.stage_digest(small, "two", {})) == (
+        before["one"], dockerfile.stage_digest(small, "two", {}))
+    assert dockerfile.stage_digest(small, "two", {}) != before["two"]
+
+
+def test_changed_names_the_inputs_that_differ():
+    assert components.changed({"a": "1", "b": "2"}, {"a": "1", "b": "3", "c": "4"}) == ["b", "c"]
