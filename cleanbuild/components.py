@@ -24,7 +24,8 @@ from .dockerfile import global_args, stage_digest, used_args
 NOT_IN_KEY = frozenset({"MAX_JOBS"})
 # The wheels units in build order, and the image argument each one is handed to others as.
 WHEEL_UNITS = ("torch", "triton", "deps", "sdists", "atom", "aiter", "mori", "installer")
-IMAGE_ARGS = {f"{u.upper()}_WHEELS": u for u in WHEEL_UNITS}
+BUILD_ENVS = {"builder": ("builder-base", "BUILDER"), "builder-git": ("builder-git-base", "BUILDER_GIT")}
+IMAGE_ARGS = {**{f"{u.upper()}_WHEELS": u for u in WHEEL_UNITS}, **{arg: u for u, (_, arg) in BUILD_ENVS.items()}}
 ARCH_UNITS = frozenset({"aiter", "mori", "wheels", "clean", "candidate"})  # one per arch and CK mode
 LAYER_ARGS = {"VENV_IMAGE": "venv", "ATOM_IMAGE": "atom-layer", "WHEELS_IMAGE": "wheels", "IMAGE": "clean"}
 

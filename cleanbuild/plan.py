@@ -20,7 +20,7 @@ from validation.archs import CK_MODES
 
 from . import lock, lockfile, metadata
 from .arch import Arch
-from .components import WHEEL_UNITS, Unit, make_unit, text_digest
+from .components import BUILD_ENVS, WHEEL_UNITS, Unit, make_unit, text_digest
 from .errors import UsageError
 from .gitrepo import is_url, local_path
 from .profiles import Profile
@@ -165,7 +165,7 @@ class Plan:
 
     def step_units(self, step: str) -> tuple[Unit, ...]:
         """The units a build step makes: wheels (every component, then the assembly), clean (the three layers)."""
-        names = {"wheels": (*WHEEL_UNITS, "wheels"), "clean": CLEAN_UNITS, "patch": ("candidate",)}[step]
+        names = {"wheels": (*BUILD_ENVS, *WHEEL_UNITS, "wheels"), "clean": CLEAN_UNITS, "patch": ("candidate",)}[step]
         return tuple(u for u in self.units if u.name in names)
 
     @property
@@ -223,17 +223,20 @@ def make_units(profile: Profile, options: Options, base: str, prep: Prepare) -> 
         return unit
 
     wheels_df = (DOCKER_DIR / "Dockerfile.wheels", prep.context)
+    for name, (target, arg) in BUILD_ENVS.items():  # the build environments first: every wheel starts FROM them
+        unit = add(make_unit(name, (wheels_df[0], target, wheels_df[1]), args, keys, shared, f"{reg}/{name}:"))
+        args[arg] = unit.image
     for name in WHEEL_UNITS:
         prefix = f"{reg}/wheel-{name}:" + (f"{stem}-" if name in ("aiter", "mori") else "")
         # aiter's build reads the deps images for the lock lines its environment installs: those lines are in
         # its key (extra["aiter"]), the rest of the closure is not.
         skip = frozenset({"DEPS_WHEELS", "SDISTS_WHEELS"}) if name == "aiter" else frozenset()
         unit = add(make_unit(name, (wheels_df[0], f"{name}-out", wheels_df[1]), args, keys,
-                             {**shared, **extra.get(name, {})}, prefix, not_in_key=skip))
+                             extra.get(name, {}), prefix, not_in_key=skip))
         args[f"{name.upper()}_WHEELS"] = unit.image
     assembly = {**args, "LOCK_SHA256": prep.lock_digest,
                 "COMPONENT_KEYS": " ".join(f"{n}={keys[n]}" for n in WHEEL_UNITS)}
-    add(make_unit("wheels", (wheels_df[0], "wheels", wheels_df[1]), assembly, keys, shared, f"{reg}/wheels:{stem}-"))
+    add(make_unit("wheels", (wheels_df[0], "wheels", wheels_df[1]), assembly, keys, {}, f"{reg}/wheels:{stem}-"))
     clean_df = DOCKER_DIR / "Dockerfile.clean"
     root = options.repo_root
     layer = {"WHEELS_IMAGE": units[-1].image, "BASE_IMAGE": base, "GPU_ARCH": options.arch.value,

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 from .errors import EnvironmentProblem, StepFailed
-from .plan import DOCKER_DIR, Plan, Prepare, standin_image
+from .plan import CLEAN_ONLY_SCRIPTS, DOCKER_DIR, Plan, Prepare, standin_image
 from .run import CommandFailed, run
 
 
@@ -52,8 +52,9 @@ def build_context(prep: Prepare, *, python: str) -> None:
     prep.context.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=prep.context.parent, prefix=f".{prep.context.name}."))
     try:
+        # Only what the wheel stages run: the builder image holds exactly the scripts its key covers.
         shutil.copytree(DOCKER_DIR / "scripts", tmp / "docker" / "scripts",
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", *CLEAN_ONLY_SCRIPTS))
         (tmp / "lock").mkdir()
         for name, text in prep.lock_texts:
             (tmp / "lock" / name).write_text(text)

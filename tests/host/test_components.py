@@ -14,7 +14,7 @@ from cleanbuild import plan as P
 from cleanbuild.arch import Arch
 from tests.support.upstream import AITER_HEAD, ATOM_HEAD
 
-ALL = {"torch", "triton", "deps", "sdists", "atom", "aiter", "mori", "installer", "wheels", "venv", "atom-layer",
+ALL = {"builder", "builder-git", "torch", "triton", "deps", "sdists", "atom", "aiter", "mori", "installer", "wheels", "venv", "atom-layer",
        "clean", "candidate"}
 DOWNSTREAM_OF_AITER = {"aiter", "wheels", "clean", "candidate"}
 
