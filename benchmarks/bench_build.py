@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -47,13 +48,27 @@ MATRIX = (Variant("gfx942", False), Variant("gfx942", True), Variant("gfx950", F
 LAYERDB = Path("/var/lib/docker/image/overlay2/layerdb/sha256")
 
 
-def prune(cli, plans) -> None:
-    """A cold start: no image of these plans (every keyed unit, found by key or by name) and no BuildKit cache."""
-    for plan in plans:
-        for unit in plan.units:
+def images_of(cli, plan, keep: frozenset[str] = frozenset()) -> set[str]:
+    """Every name an image of the plan has here (each keyed unit, found by key or by name), but keys in keep."""
+    refs: set[str] = set()
+    for unit in getattr(plan, "units", ()):
+        if unit.key not in keep:
             found = engine.find_by_key(cli, unit.name, unit.key)
-            for ref in {unit.image, *(found[1] if found else ())}:
-                engine.untag(cli, ref)
+            refs |= {unit.image, *(found[1] if found else ())}
+    if not hasattr(plan, "units"):  # the code before per-component keys: three content-keyed names
+        refs |= {plan.patch.image, plan.clean.image, plan.wheels.image}
+    return refs
+
+
+def drop(cli, plans, keep: frozenset[str] = frozenset()) -> None:
+    for plan in plans:
+        for ref in images_of(cli, plan, keep):
+            engine.untag(cli, ref)
+
+
+def prune(cli, plans) -> None:
+    """A cold start: no image of these plans and no BuildKit cache."""
+    drop(cli, plans)
     subprocess.run(["docker", "builder", "prune", "-af"], check=True, capture_output=True)  # noqa: S603,S607
 
 
@@ -185,17 +200,9 @@ def new_bytes(cli, before: str, after: str) -> dict:
             "layers_new": sum(d not in old for d in sizes), "layers": len(sizes)}
 
 
-def tags_now(cli) -> set[str]:
-    return {t for image in cli.images.list() for t in image.tags if t.startswith("atom-build/")}
-
-
-def drop_new_tags(cli, keep: set[str]) -> None:
-    for ref in sorted(tags_now(cli) - keep):
-        engine.untag(cli, ref)
-
-
 def bump_run(cli, base, profile, label: str) -> dict:
     plan = make_plan(profile, replace(base.options, run_id=f"bench-{label}"))
+    shutil.rmtree(plan.options.run_dir, ignore_errors=True)  # its build logs say which images were built
     wall, steps = timed_run(cli, plan)
     built = sorted(p.stem for p in plan.options.run_dir.glob("*.log"))  # one BuildKit log per unit built
     return {"wall_s": round(wall, 1), "steps": steps, "build_s": round(sum(steps.values()), 1),
@@ -208,16 +215,17 @@ def bump(cli) -> dict:
     prune(cli, [base, *(make_plan(p, base.options) for p in profiles.values())])
     cold_wall, cold_steps = timed_run(cli, base)
     out = {"cold": {"wall_s": round(cold_wall, 1), "steps": cold_steps, "build_s": round(sum(cold_steps.values()), 1)}}
-    keep = tags_now(cli)
+    keep = frozenset(u.key for u in getattr(base, "units", ()))  # the cold build's images stay: a node that has them
+    bumped = [make_plan(p, base.options) for p in profiles.values()]
     for cache in ("cache", "pruned"):
         for name, profile in profiles.items():
-            drop_new_tags(cli, keep)
+            drop(cli, bumped, keep)
             if cache == "pruned":
                 subprocess.run(["docker", "builder", "prune", "-af"], check=True, capture_output=True)  # noqa: S603,S607
             row = bump_run(cli, base, profile, f"{name}-{cache}")
             row["build_share_of_cold"] = round(row["build_s"] / out["cold"]["build_s"], 3)
             out[f"{name}_{cache}"] = row
-    drop_new_tags(cli, keep)
+    drop(cli, bumped, keep)
     return out
 
 
