@@ -186,6 +186,10 @@ def bump_profile(component: str, ref: str):
     path = folder / f"bump-{component}.toml"
     path.write_text(f'inherits = "offline"\nname = "bump-{component}"\n\n[components.{component}]\nref = "{ref}"\n')
     profile = profiles.load(path.stem, path=path)
+    runtime, build = lock.lock_paths(profile)
+    if not runtime.is_file():  # as `invoke pins --bump`: relock from the current lock, so uv keeps every version
+        for seed, dest in zip(lock.lock_paths(profiles.load("offline")), (runtime, build), strict=True):
+            shutil.copyfile(seed, dest)
     if lock.check(profile):
         lock.write(profile)
     return profile
