@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from cleanbuild import commands, engine, pipeline  # noqa: E402
 from cleanbuild.plan import make_plan  # noqa: E402
-from tests.support.builds import Variant, offline_plan  # noqa: E402
+from tests.support.builds import AITER_BUMP, ATOM_BUMP, Variant, bumped_profile, offline_plan  # noqa: E402
 
 BUILD = ("preflight", "prepare", "wheels", "clean", "patch")
 MATRIX = (Variant("gfx942", False), Variant("gfx942", True), Variant("gfx950", False), Variant("gfx950", True))
@@ -173,26 +173,8 @@ def registry_flow(cli, registry: str) -> dict:
 
 # ---- bump -----------------------------------------------------------------------------------------------------
 
-ATOM_BUMP = "5aa2fb458442b4174c2fbd5a0bd72e4cf979a2b2"  # ROCm/ATOM main, 2026-08-04 (../shared/upstream/atom.git)
-AITER_BUMP = "8a9186d983ed34ece2f68fe039e07f1b0abe147b"  # ROCm/aiter main, 2026-08-03, the commit after the pin
-
-
 def bump_profile(component: str, ref: str):
-    """A profile file inheriting offline with one pin moved, and its own lock (made by uv, as `invoke lock`)."""
-    from cleanbuild import lock, profiles
-
-    folder = ROOT / ".cache" / "bench-profiles"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"bump-{component}.toml"
-    path.write_text(f'inherits = "offline"\nname = "bump-{component}"\n\n[components.{component}]\nref = "{ref}"\n')
-    profile = profiles.load(path.stem, path=path)
-    runtime, build = lock.lock_paths(profile)
-    if not runtime.is_file():  # as `invoke pins --bump`: relock from the current lock, so uv keeps every version
-        for seed, dest in zip(lock.lock_paths(profiles.load("offline")), (runtime, build), strict=True):
-            shutil.copyfile(seed, dest)
-    if lock.check(profile):
-        lock.write(profile)
-    return profile
+    return bumped_profile(ROOT / ".cache" / "bench-profiles", component, ref)
 
 
 def new_bytes(cli, before: str, after: str) -> dict:

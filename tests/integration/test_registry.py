@@ -86,13 +86,29 @@ def invoke(*args: str) -> subprocess.CompletedProcess:
                           timeout=2400, env={**os.environ, "CI": "true"})
 
 
-def forget_machine(cli, prefix: str) -> None:
-    """The second machine has none of the first one's images and no BuildKit cache."""
+def forget_machine(cli, prefix: str, plans=()) -> None:
+    """The second machine has none of the first one's images and no BuildKit cache. Images are found by key
+    whatever their name, so every name of the plans' images goes too (top of each stack first); restore() puts the
+    session's names back on the same images once the second machine pulled them."""
+    for plan in plans:
+        for unit in reversed(plan.units):
+            found = engine.find_by_key(cli, unit.name, unit.key)
+            for ref in {unit.image, *(found[1] if found else ())}:
+                engine.untag(cli, ref)
     for image in cli.images.list():
         for tag in image.tags:
             if tag.startswith(prefix):
-                cli.images.remove(tag, force=True)
+                engine.untag(cli, tag)
     subprocess.run(["docker", "builder", "prune", "-af"], check=True, capture_output=True)  # noqa: S603,S607
+
+
+def restore(cli, plans) -> None:
+    """The session's names back on its images (pulled again by the second machine: the same image IDs)."""
+    for plan in plans:
+        for unit in plan.units:
+            found = engine.find_by_key(cli, unit.name, unit.key)
+            if found and unit.image not in found[1]:
+                engine.tag(cli, found[0], *unit.image.rsplit(":", 1))
 
 
 @pytest.fixture(scope="module")
@@ -118,9 +134,13 @@ def test_two_machines_build_once_and_promote_by_digest(docker_engine, offline_bu
         repo, tag = image.removeprefix(registry + "/").rsplit(":", 1)
         assert tag in registry_tags(registry, repo), image
 
-    forget_machine(docker_engine, prefix)
-    second = invoke("build-clean", "--profile", "offline", "--arch", "gfx950", "--ck-free", "--registry", prefix,
-                    "--progress", "plain", "--user", f"ci-reg-{RUN}")
+    session = [b.plan for b in offline_builds.values()]
+    forget_machine(docker_engine, prefix, session)
+    try:
+        second = invoke("build-clean", "--profile", "offline", "--arch", "gfx950", "--ck-free", "--registry", prefix,
+                        "--progress", "plain", "--user", f"ci-reg-{RUN}")
+    finally:
+        restore(docker_engine, session)
     assert second.returncode == 0, second.stderr[-3000:]
     for step in ("wheels", "clean", "patch"):
         line = next(ln for ln in second.stderr.splitlines() if ln.startswith(f"✓ {step} ("))

@@ -85,3 +85,27 @@ def build_with(spec, options: Options, **args: str) -> str:
 
     return buildx.build(replace(spec, build_args=tuple(sorted({**dict(spec.build_args), **args}.items()))), options,
                         show=False)
+
+
+# A pin bump of the offline profile, as `invoke pins --bump` makes it: a profile file that inherits offline with one
+# pin moved, relocked from offline's lock (uv keeps every version it can: the closure stays what it was).
+ATOM_BUMP = "5aa2fb458442b4174c2fbd5a0bd72e4cf979a2b2"  # ROCm/ATOM main, 2026-08-04; the same requirements as the pin
+AITER_BUMP = "8a9186d983ed34ece2f68fe039e07f1b0abe147b"  # ROCm/aiter main, 2026-08-03, the commit after the pin
+
+
+def bumped_profile(folder: Path, component: str, ref: str):
+    import shutil
+
+    from cleanbuild import lock
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"bump-{component}.toml"
+    path.write_text(f'inherits = "offline"\nname = "bump-{component}"\n\n[components.{component}]\nref = "{ref}"\n')
+    profile = profiles.load(path.stem, path=path)
+    runtime, build = lock.lock_paths(profile)
+    if not runtime.is_file():
+        for seed, dest in zip(lock.lock_paths(profiles.load("offline")), (runtime, build), strict=True):
+            shutil.copyfile(seed, dest)
+    if lock.check(profile):
+        lock.write(profile)
+    return profile

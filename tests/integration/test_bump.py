@@ -1,0 +1,69 @@
+"""A pin bump costs what it changed: after the session's offline build, an ATOM-only and an aiter-only bump build
+exactly the images whose keys they moved (read from the run's own record), and the new candidate shares every
+layer below what changed with the session's candidate (the same diff IDs)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from cleanbuild import engine, pipeline
+from cleanbuild.plan import make_plan
+from tests.support.builds import AITER_BUMP, ATOM_BUMP, REPO, bumped_profile
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.network]
+BUILD = ("preflight", "prepare", "wheels", "clean", "patch")
+
+
+def bump_build(cli, built, component: str, ref: str):
+    profile = bumped_profile(REPO / ".cache" / "test-profiles", component, ref)
+    plan = make_plan(profile, replace(built.plan.options, run_id=f"itest-bump-{component}"))
+    return plan, pipeline.run(plan, cli, BUILD, failed_report=False)
+
+
+def built_units(rec) -> set[str]:
+    return {u.name for u in rec.units if u.status == "built"}
+
+
+@pytest.fixture(scope="module")
+def atom_bump(docker_engine, offline_builds):
+    built = offline_builds["gfx950-ckfree"]
+    plan, rec = bump_build(docker_engine, built, "atom", ATOM_BUMP)
+    yield built, plan, rec
+    for unit in plan.units:
+        if unit.key not in {u.key for u in built.plan.units}:
+            engine.untag(docker_engine, unit.image)
+
+
+def test_an_atom_bump_builds_atom_and_what_holds_it_and_nothing_else(atom_bump):
+    _, _, rec = atom_bump
+    assert built_units(rec) == {"atom", "wheels", "atom-layer", "clean", "candidate"}
+    assert {u.how for u in rec.units if u.status == "reused"} == {"found here by key"}
+
+
+def test_an_atom_bump_says_what_changed(atom_bump):
+    _, _, rec = atom_bump
+    atom = next(u for u in rec.units if u.name == "atom")
+    assert atom.changed == ("ATOM_REF",)
+
+
+def test_an_atom_bump_keeps_the_base_and_venv_layers(docker_engine, atom_bump):
+    built, plan, _ = atom_bump
+    before, after = (engine.layers(docker_engine, image) for image in (built.candidate, plan.patch.image))
+    assert after[:2] == before[:2]  # the base and the venv layer (torch and the closure): not shipped again
+    assert after[2] != before[2]  # ATOM's layer is new
+
+
+def test_an_aiter_bump_keeps_the_venv_and_atom_layers(docker_engine, offline_builds):
+    built = offline_builds["gfx950-ckfree"]
+    plan, rec = bump_build(docker_engine, built, "aiter", AITER_BUMP)
+    try:
+        assert built_units(rec) == {"aiter", "wheels", "clean", "candidate"}
+        before, after = (engine.layers(docker_engine, image) for image in (built.candidate, plan.patch.image))
+        assert after[:3] == before[:3]  # base, venv, ATOM: byte for byte the same layers
+        assert after[3] != before[3]  # aiter's layer
+    finally:
+        for unit in plan.units:
+            if unit.key not in {u.key for u in built.plan.units}:
+                engine.untag(docker_engine, unit.image)
