@@ -16,15 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild import commands, engine
+from cleanbuild import commands, engine, pipeline
 from cleanbuild.errors import StepFailed
 from cleanbuild.plan import make_plan
 from cleanbuild.settings import Inputs
-from tests.support.builds import REPO, offline_plan
+from tests.support.builds import ATOM_BUMP, REPO, bumped_profile, offline_plan
 from tests.support.tiny_model import make_tiny_model
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 RUN = os.urandom(3).hex()
+BUILD = ("preflight", "prepare", "wheels", "clean", "patch")
 MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
 
 
@@ -155,6 +156,27 @@ def test_two_machines_build_once_and_promote_by_digest(docker_engine, offline_bu
     released = [t for t in registry_tags(registry, f"itest-{RUN}/atom-gfx950-ckfree") if t.startswith(f"ci-reg-{RUN}_")]
     assert len(released) == 2 and released[1] == released[0] + ".report", released
     assert registry_digest(registry, f"itest-{RUN}/atom-gfx950-ckfree", released[0]) == digest  # what passed is what is tagged
+
+
+@pytest.mark.network
+def test_a_bump_on_a_fresh_node_pulls_everything_but_what_moved(docker_engine, offline_builds, registry):
+    """The registry holds the pins' images (a first machine pushed them); a second machine with none of them bumps
+    ATOM: it pulls every image by key and builds only ATOM's wheel and what holds it."""
+    built = offline_builds["gfx950-ckfree"]
+    prefix = f"{registry}/itest-bump-{RUN}"
+    first = make_plan(built.plan.profile, replace(built.plan.options, registry=prefix, run_id=f"itest-bump1-{RUN}"))
+    pipeline.run(first, docker_engine, BUILD, failed_report=False)  # found here by key, pushed where missing
+    profile = bumped_profile(REPO / ".cache" / "test-profiles", "atom", ATOM_BUMP)
+    plan = make_plan(profile, replace(first.options, run_id=f"itest-bump2-{RUN}"))
+    session = [b.plan for b in offline_builds.values()]
+    forget_machine(docker_engine, prefix, session)
+    try:
+        rec = pipeline.run(plan, docker_engine, BUILD, failed_report=False)
+    finally:
+        restore(docker_engine, session)
+    assert {u.name for u in rec.units if u.status == "built"} == {"atom", "wheels", "atom-layer", "clean", "candidate"}
+    assert {u.how for u in rec.units if u.status == "reused"} == {"pulled from the registry by key"}
+    assert {u.how for u in rec.units if u.status == "built"} == {"built and pushed"}
 
 
 def test_promote_refuses_a_node_of_another_arch(docker_engine, offline_builds, registry, model):
