@@ -15,7 +15,7 @@ from .arch import Arch, host_runner, resolve
 from .components import changed
 from .console import console, key_values, steps_table, units_table
 from .errors import CleanBuildError, StepFailed, UsageError
-from .plan import REPO_ROOT, Plan, commands, make_plan
+from .plan import REPO_ROOT, Plan, build_spec, commands, make_plan
 from .record import BuildRecord
 from .run import quote, run
 from .settings import Inputs, load_profile, options
@@ -97,9 +97,11 @@ def unit_states(plan: Plan) -> list[dict]:
 # ---- build steps --------------------------------------------------------------------------------------------
 
 def _dry_run(todo: list[Plan], step: str) -> bool:
-    """--dry-run: print the build a step would run, for each plan; True when that is all to do."""
+    """--dry-run: print the builds a step would run (one per image it makes, when none with its key exists), for
+    each plan; True when that is all to do."""
     for plan in todo:
-        print(buildx.describe(getattr(plan, step), plan.options))
+        for unit in plan.step_units(step):
+            print(buildx.describe(build_spec(unit), plan.options))
     return True
 
 

@@ -432,10 +432,11 @@ def check_build_args(spec: BuildSpec) -> None:
 
 
 def commands(plan: Plan) -> list[list[str]]:
-    """The exact commands build-clean runs, in order (images by name; at run time the patch builds FROM an ID)."""
+    """The exact commands build-clean runs, in order: one build per image (each only when no image with its key
+    exists here or in the registry), then the containers and the tag."""
     o = plan.options
     out = [s.argv(builder=o.builder, progress=o.progress, ca_bundle=o.ca_bundle, iidfile=Path(f"{s.step}.iid"))
-           for s in plan.builds]
+           for s in (build_spec(u) for u in plan.units)]
     out.append(plan.validate.argv(plan.patch.image, ("<GPU flags: /dev/kfd, chosen render nodes, their GIDs>",)))
     if plan.smoke:
         out.append(plan.smoke.argv(plan.patch.image, ("<GPU flags>",)))

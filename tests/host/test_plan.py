@@ -313,7 +313,7 @@ def test_ca_bundle_is_a_secret_and_never_a_build_arg(tmp_path):
     pem = tmp_path / "corp-ca.pem"
     plan = make(ca_bundle=pem, builder="farm")
     builds = [argv for argv in P.commands(plan) if argv[:3] == ["docker", "buildx", "build"]]
-    assert len(builds) == 3
+    assert len(builds) == len(plan.units)  # one build per keyed image
     for argv in builds:
         assert argv[argv.index("--secret") + 1] == f"id=ca,src={pem}"
         assert argv[argv.index("--builder") + 1] == "farm"
