@@ -248,7 +248,9 @@ def make_units(profile: Profile, options: Options, base: str, prep: Prepare) -> 
     atom = add(make_unit("atom-layer", (clean_df, "atom", root), {**layer, "VENV_IMAGE": venv.image}, keys,
                          {**scripts, "unit:atom": keys["atom"], "unit:installer": keys["installer"]},
                          f"{reg}/layer-atom:", not_in_key=frozenset({"WHEELS_IMAGE"})))
-    clean = add(make_unit("clean", (clean_df, "clean", root), {**layer, "ATOM_IMAGE": atom.image}, keys, scripts,
+    # The clean image's labels name the profile (record.clean_labels): they are part of what it is.
+    labelled = {**scripts, "profile": profile.name, "pinned": profile.pinned}
+    clean = add(make_unit("clean", (clean_df, "clean", root), {**layer, "ATOM_IMAGE": atom.image}, keys, labelled,
                           f"{reg}/clean:{stem}-"))
     add(make_unit("candidate", (DOCKER_DIR / "Dockerfile.patch", None, REPO_ROOT), {"IMAGE": clean.image}, keys,
                   {"patches": _tree_digest(REPO_ROOT / "patches")}, f"{reg}/candidate:{stem}-"))
