@@ -272,7 +272,8 @@ def _prepare(profile: Profile, options: Options) -> Prepare:
     texts, problem = lock_texts(profile, runtime, build)
     lock_digest = "sha256:" + hashlib.sha256(b"".join(p.read_bytes() for p in (runtime, build) if p.is_file())).hexdigest()
     key = _digest({"lock": dict(texts), "wheels": wheels, "python": profile.python,
-                   "repos": [(n, str(p)) for n, p in repos], "scripts": _tree_digest(DOCKER_DIR / "scripts")})
+                   "repos": [(n, str(p)) for n, p in repos],
+                   "scripts": _tree_digest(DOCKER_DIR / "scripts", skip=CLEAN_ONLY_SCRIPTS)})
     context = options.cache_dir / "contexts" / f"{profile.name}-{key[:12]}"
     return Prepare(context, key, (runtime, build), texts, problem, lock_digest, wheels, repos, standin)
 
