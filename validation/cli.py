@@ -71,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tuned-csv", action="append", metavar="PATH", help="tuned bf16 GEMM CSV (repeatable)")
     p.add_argument("--min-coverage", type=share, default=0.0, metavar="SHARE",
                    help=f"fail tuned-csv-coverage (exit 1) below this share (0..1); without it coverage below "
-                        f"{COVERAGE_WARN_BELOW:.0%} is a warning and the exit code stays 0")
+                        f"{COVERAGE_WARN_BELOW * 100:.0f}%% is a warning and the exit code stays 0")
     p.add_argument("--full-shapes", action=argparse.BooleanOptionalAction, default=None,
                    help="model-sized shapes (default on GPU); small ones for the CPU interpreter")
     p.add_argument("--seed", type=int, default=0)
