@@ -167,6 +167,15 @@ def run_stubbed(module, kernels: StubbedKernels, call: Call) -> Trace:
     return kernels.trace
 
 
+def trace_source(aiter_pkg, arch: str, cu_num: int, call: Call) -> Trace:
+    """One call through aiter_pkg/tuned_gemm.py's dispatcher, executed for arch with no tuned CSV (its defaults)."""
+    from validation import aiter_lookup
+
+    kernels = StubbedKernels()
+    with aiter_lookup.load(aiter_pkg, arch, cu_num, on_call=kernels) as lookup:
+        return run_stubbed(lookup.module, kernels, call)
+
+
 # --- installed: aiter's own module, its entry points wrapped for the call --------------------------------
 
 
