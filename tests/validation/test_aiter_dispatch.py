@@ -140,6 +140,31 @@ def test_honest_fixture_dispatcher_passes(tmp_path, capsys):
     assert (code, check["status"]) == (0, "passed")
 
 
+# --- the verdict ---------------------------------------------------------------------------------
+
+
+def _trace(*backends):
+    return aiter_dispatch.Trace([(b, f"entry:{b}") for b in backends])
+
+
+@pytest.mark.parametrize(("config", "untuned", "backend", "status"), [
+    ({"libtype": "skinny", "solidx": 2}, False, "skinny", "passed"),  # aiter's own default for tiny N
+    ({"libtype": "skinny", "solidx": 2}, True, "skinny", "failed"),  # the untuned probes must reach hipBLASLt
+    ({"libtype": "torch", "solidx": 0}, False, "torch", "failed"),  # the 570x default, on a model layer
+    ({"libtype": "torch", "solidx": 0, "us": 3.0}, False, "torch", "passed"),  # a tuned row that chose torch
+    ({"libtype": "hipblaslt", "solidx": -1}, False, "torch", "failed"),  # config and kernel disagree
+], ids=["skinny default", "untuned probe skinny", "torch default", "torch tuned row", "rerouted"])
+def test_judge(cpu_ctx, config, untuned, backend, status):
+    case = gemm_hipblaslt.judge(cpu_ctx("gfx942"), "c", Call(1, 64, 64), config, _trace(backend), untuned)
+    assert case.status == status
+
+
+def test_judge_fails_asm_on_gfx950_even_where_the_config_says_asm(cpu_ctx):
+    case = gemm_hipblaslt.judge(cpu_ctx("gfx950"), "c", Call(64, 256, 5120), {"libtype": "asm", "us": 1.0},
+                                _trace("asm"), False)
+    assert (case.status, case.note.startswith("reached asm (entry:asm) on gfx950")) == ("failed", True)
+
+
 # --- the pieces -------------------------------------------------------------------------------
 
 

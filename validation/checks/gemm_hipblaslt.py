@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from validation import aiter_dispatch, aiter_lookup
-from validation.aiter_dispatch import HIPBLASLT, Call
+from validation.aiter_dispatch import HIPBLASLT, TORCH, Call
 from validation.aiter_probe import try_import
 from validation.checks.common import GPU_SHAPES, fp8_operands, operands, reference, shapes
 from validation.checks.context import Context
@@ -58,11 +58,11 @@ def from_tuned_row(config: dict) -> bool:
 
 
 def judge(ctx: Context, name: str, call: Call, config: dict, trace, untuned: bool) -> Case:
-    """Untuned: hipBLASLt and nothing else. Tuned: the backend the config named. Never asm on gfx950."""
+    """The untuned probes: hipBLASLt and nothing else. A model layer: the backend its config names, where aiter's
+    default (no tuned row) may be skinny but never torch. Never asm on gfx950."""
     said = config.get("libtype")
-    untuned = untuned or not from_tuned_row(config)
+    expected = HIPBLASLT if untuned or (said == TORCH and not from_tuned_row(config)) else said
     reached = trace.backends()
-    expected = HIPBLASLT if untuned else said
     lookup = f"aiter's lookup said {said!r} ({'tuned row' if from_tuned_row(config) else 'its default'})"
     if ctx.arch.name == NO_ASM_ARCH and aiter_dispatch.ASM in reached:
         return Case.verdict(name, False, _backend(reached), f"reached {trace.says()} on {NO_ASM_ARCH}; {lookup}")
