@@ -31,6 +31,7 @@ OUT = "/out"
 PYTHONS = ("python", "python3")  # the image's interpreter: a venv's `python` first, a bare `python3` else
 TIMEOUT_S = 600
 OK, PRESENT, UNKNOWN = "ok", "PRESENT", "unknown"
+WARNING = "warning"  # validation.audit.context.WARNING: act on it (tuned-CSV coverage), exit code unchanged
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ class AuditResult:
         return 1 if self.present else 0
 
     def counts(self) -> dict[str, int]:
-        return {s: sum(f["status"] == s for f in self.findings) for s in (PRESENT, UNKNOWN, OK)}
+        return {s: sum(f["status"] == s for f in self.findings) for s in (PRESENT, WARNING, UNKNOWN, OK)}
 
     def to_json(self) -> dict:
         data = {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -360,7 +361,8 @@ def markdown(data: dict) -> str:
     lines += [
         f"- image: {data['image_id']}, size {size / 2**30:.2f} GiB" if size else f"- image: {data['image_id']}",
         f"- arch: {data.get('image_arch') or 'unknown'} ({data.get('arch_source')})",
-        f"- result: {counts['PRESENT']} PRESENT, {counts['unknown']} unknown, {counts['ok']} ok (exit {data['exit_code']})",
+        f"- result: {counts['PRESENT']} PRESENT, {counts.get(WARNING, 0)} warning, {counts['unknown']} unknown, "
+        f"{counts['ok']} ok (exit {data['exit_code']})",
         f"- audit time: {data['seconds']} s",
         f"- untuned GEMM CSV: {data.get('untuned_csv')}" if data.get("untuned_csv") else "- untuned GEMM CSV: none",
         "", "## Findings", "", "| pitfall | status | evidence | fix |", "| --- | --- | --- | --- |",
@@ -377,7 +379,7 @@ def markdown(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-STYLE = {PRESENT: "bold red", UNKNOWN: "yellow", OK: "green"}
+STYLE = {PRESENT: "bold red", WARNING: "magenta", UNKNOWN: "yellow", OK: "green"}
 
 
 def table(result: AuditResult, width: int = 120):
@@ -386,7 +388,8 @@ def table(result: AuditResult, width: int = 120):
 
     counts = result.counts()
     title = f"audit of {result.image} ({result.image_id.removeprefix('sha256:')[:12]}), arch {result.image_arch or 'unknown'}"
-    caption = (f"{counts[PRESENT]} PRESENT, {counts[UNKNOWN]} unknown, {counts[OK]} ok -> exit {result.exit_code}"
+    caption = (f"{counts[PRESENT]} PRESENT, {counts[WARNING]} warning, {counts[UNKNOWN]} unknown, {counts[OK]} ok "
+               f"-> exit {result.exit_code}"
                + (f"; report: {result.report_dir}" if result.report_dir else ""))
     out = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
     id_width = max(len(f["id"]) for f in result.findings)

@@ -42,12 +42,21 @@ def build(plan: Plan, rec: BuildRecord, cli, *, failed: bool, error: str | None 
         "units": [{"name": u.name, "status": u.status, "how": u.how, "key": u.key, "image": u.image,
                    "changed": list(u.changed)} for u in rec.units],
         "patches": rec.patches, "validation": rec.validation,
+        "validation_status": validation_status(rec.validation),
         "smoke": rec.smoke, "gpu": list(rec.gpu) if rec.gpu else None,
         "steps": [{"name": s.name, "status": s.status, "seconds": round(s.seconds, 2), "detail": s.detail}
                   for s in rec.steps],
         "total_seconds": round(time.monotonic() - rec.started, 1),
         "labels": (inspected.get("Config") or {}).get("Labels") or {},
     }
+
+
+def validation_status(validation: dict | None) -> str:
+    """One explicit value for the validation run: failed, warning (e.g. tuned-CSV coverage), passed, or not run."""
+    statuses = {c.get("status") for c in (validation or {}).get("checks", [])}
+    if not validation:
+        return "not run"
+    return next((s for s in ("failed", "warning", "passed") if s in statuses), "skipped")
 
 
 def _substitutes(plan: Plan) -> list[str]:
@@ -125,8 +134,10 @@ def markdown(data: dict) -> str:
                                        for n, s in (data.get("sources") or {}).items() if s]
     lines += ["", "## Versions", ""] + [f"- {k}: {v}" for k, v in ((data.get("versions") or {}).get("packages") or {}).items()]
     lines += ["", "## Patches", ""] + [f"- {p['name']}: {p['outcome']}" for p in (data.get("patches") or {}).get("patches", [])]
-    lines += _table("Validation", ("check", "status", "reason"),
+    checks = _table("Validation", ("check", "status", "reason"),
                     [(c["name"], c["status"], c.get("reason", "")) for c in (data.get("validation") or {}).get("checks", [])])
+    checks[3:3] = [f"- status: {data.get('validation_status') or validation_status(data.get('validation'))}", ""]
+    lines += checks
     lines += _smoke(data.get("smoke") or {})
     lines += ["", "## GPU", ""] + [f"- {g}" for g in data.get("gpu") or ["none (CPU steps)"]]
     lines += ["", "## Largest layers", ""] + [f"- {layer['size'] / 2**20:.1f} MiB: {layer['created_by']}"

@@ -169,12 +169,13 @@ def validate(ctx: Ctx, rec: BuildRecord) -> Outcome:
     rec = replace(rec, validation=data, gpu=gpus or rec.gpu)
     if data is None:
         raise _failed(rec, f"validation wrote no report (exit {result.exit_code}): {_tail(result.logs)}")
-    counts = {s: sum(c["status"] == s for c in data["checks"]) for s in ("passed", "failed", "skipped")}
+    counts = {s: sum(c["status"] == s for c in data["checks"]) for s in ("passed", "warning", "failed", "skipped")}
     if result.exit_code != 0 or counts["failed"]:
         failed = ", ".join(c["name"] + (f" ({c['reason']})" if c.get("reason") else "")
                            for c in data["checks"] if c["status"] == "failed")
         raise _failed(rec, f"validation failed inside the image: {failed or _tail(result.logs)}. Report: {out}")
-    return rec, "passed", f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped"
+    return rec, "passed", (f"{counts['passed']} passed, {counts['warning']} warning, {counts['failed']} failed, "
+                           f"{counts['skipped']} skipped")
 
 
 def smoke(ctx: Ctx, rec: BuildRecord) -> Outcome:

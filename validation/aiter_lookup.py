@@ -50,6 +50,7 @@ LOOKUP = "get_GEMM_A16W16_config"
 BF16 = str(torch.bfloat16)
 # /dev/null is a file, so nothing can exist under it: aiter's os.path.exists(tuned_file) is False.
 NO_CSV = "/dev/null/no-tuned-csv.csv"
+ON_CALL = "<on call>"  # not an identifier: no aiter attribute can be looked up under this key
 
 
 class AiterLookupError(RuntimeError):
@@ -85,6 +86,7 @@ class Lookup:
     tuned_csv: str  # what AITER_CONFIG_GEMM_BF16_FILE answered (NO_CSV: none)
     fn: Callable
     log: Log
+    module: types.ModuleType | None = None  # the executed tuned_gemm.py (its dispatcher: validation.aiter_dispatch)
 
     def accepts(self, param: str) -> bool:
         return accepts(self.fn, param)
@@ -124,10 +126,12 @@ def call(fn: Callable, M: int, N: int, K: int, *, bias: bool = False, dtype: str
 
 
 @contextmanager
-def load(aiter_pkg: Path, arch: str, cu_num: int, tuned_csvs: Sequence[Path] = ()) -> Iterator[Lookup]:
+def load(aiter_pkg: Path, arch: str, cu_num: int, tuned_csvs: Sequence[Path] = (),
+         on_call: Callable | None = None) -> Iterator[Lookup]:
     """aiter_pkg/tuned_gemm.py executed for (arch, cu_num); its lookup reads tuned_csvs (merged), or none.
 
-    A context manager: a merged CSV lives in a temporary folder until the block ends.
+    A context manager: a merged CSV lives in a temporary folder until the block ends. on_call(name, args,
+    kwargs), when given, answers every call of a stand-in (validation.aiter_dispatch: aiter's kernels).
     """
     src = aiter_pkg / SOURCE
     if not src.is_file():
@@ -137,11 +141,14 @@ def load(aiter_pkg: Path, arch: str, cu_num: int, tuned_csvs: Sequence[Path] = (
     with tempfile.TemporaryDirectory(prefix="aiter-lookup-") as tmp:
         tuned = merge_csvs(list(tuned_csvs), Path(tmp) / "bf16_tuned_gemm.csv") if tuned_csvs else NO_CSV
         log = Log()
-        module = _execute(src, _stand_ins(arch, cu_num, tuned, log))
+        names = _stand_ins(arch, cu_num, tuned, log)
+        if on_call is not None:
+            names[ON_CALL] = on_call
+        module = _execute(src, names)
         fn = getattr(module, LOOKUP, None)
         if not callable(fn):
             raise AiterLookupError(f"{src}: defines no {LOOKUP}()")
-        yield Lookup(src, arch, cu_num, tuned, fn, log)
+        yield Lookup(src, arch, cu_num, tuned, fn, log, module)
 
 
 def _execute(src: Path, names: dict) -> types.ModuleType:
@@ -190,6 +197,8 @@ class StandIn(types.ModuleType):
         return StandIn(f"{self.__name__}.{attr}", self._names)
 
     def __call__(self, *args, **kwargs):
+        if ON_CALL in self._names:
+            return self._names[ON_CALL](self.__name__, args, kwargs)
         raise AiterLookupError(f"aiter's code called `{self.__name__}`, a stand-in here: aiter's runtime is "
                                "stubbed (validation.aiter_lookup), only its tuned-GEMM lookup runs")
 

@@ -1,4 +1,8 @@
-"""python -m validation: parse, plan the context, run the checks, print a table, write JSON, exit 0/1/2."""
+"""python -m validation: parse, plan the context, run the checks, print a table, write JSON, exit 0/1/2.
+
+Arguments are parsed and checked before torch or any kernel module is imported: `--help` and usage errors are
+answered on a host without torch, and nothing is written (no --json folder) before every argument is valid.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,9 @@ from pathlib import Path
 from validation.archs import CK_FREE_ENV, CK_MODE_ENV, CK_MODES, ck_mode_from_env
 
 USAGE_ERROR = 2
+# validation.checks.CHECKS in run order; named here so that parsing imports no check (they import torch).
+CHECK_NAMES = ("arch-consistency", "gemm-hipblaslt", "gemm-triton", "moe-triton", "gemm-ck", "gemm-asm",
+               "lds-budget", "tuned-csv-coverage")
 
 
 class UsageError(Exception):
@@ -22,19 +29,39 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not >= 1")
+    return value
+
+
+def share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{value:g} is not a share between 0 and 1")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
-    from validation.checks import CHECKS
     from validation.models import PRESETS
+    from validation.tuned_csv import COVERAGE_WARN_BELOW
 
     p = _Parser(prog="python -m validation", description="Backend validation kernels, arch and config checks.")
     p.add_argument("--arch", required=True, choices=["gfx942", "gfx950", "auto"], help="target arch of the image")
     p.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda when torch sees a GPU, else cpu")
-    p.add_argument("--only", nargs="+", metavar="CHECK", choices=list(CHECKS), help="run only these checks")
+    p.add_argument("--only", nargs="+", metavar="CHECK", choices=CHECK_NAMES, help="run only these checks")
     p.add_argument("--model", default="llama3-8b", help=f"config.json path or preset ({', '.join(PRESETS)})")
-    p.add_argument("--tp", type=int, nargs="+", default=[1, 8], metavar="N", help="tensor-parallel sizes")
+    p.add_argument("--tp", type=positive_int, nargs="+", default=[1, 8], metavar="N", help="tensor-parallel sizes")
     p.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
     p.add_argument("--write-untuned", type=Path, metavar="PATH", help="write missing shapes as aiter untuned CSV")
-    p.add_argument("--cu-num", type=int, help="CU count for tuned-CSV lookups (default: device, else arch's)")
+    p.add_argument("--cu-num", type=positive_int, help="CU count for tuned-CSV lookups (default: device, else arch's)")
     p.add_argument("--aiter-src", "--aiter-root", dest="aiter_src", metavar="DIR",
                    help="an aiter checkout (or its aiter/ package folder): its Triton kernels run through "
                         "validation.aiter_adapter, its configs and CSVs are read; default: the installed aiter")
@@ -42,7 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how aiter was built (default: ATOM_BUILD_CK_MODE / ATOM_CK_FREE, else detected from "
                         "aiter's prebuilt modules)")
     p.add_argument("--tuned-csv", action="append", metavar="PATH", help="tuned bf16 GEMM CSV (repeatable)")
-    p.add_argument("--min-coverage", type=float, default=0.0, help="fail tuned-csv-coverage below this share")
+    p.add_argument("--min-coverage", type=share, default=0.0, metavar="SHARE",
+                   help=f"fail tuned-csv-coverage (exit 1) below this share (0..1); without it coverage below "
+                        f"{COVERAGE_WARN_BELOW * 100:.0f}%% is a warning and the exit code stays 0")
     p.add_argument("--full-shapes", action=argparse.BooleanOptionalAction, default=None,
                    help="model-sized shapes (default on GPU); small ones for the CPU interpreter")
     p.add_argument("--seed", type=int, default=0)
@@ -51,33 +80,49 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
-        if args.json is not None:
-            check_writable(args.json)
+        args = parse(argv)
+    except UsageError as e:
+        print(f"python -m validation: error: {e}", file=sys.stderr)
+        return USAGE_ERROR
+    except SystemExit as e:  # --help: argparse printed it
+        return e.code if isinstance(e.code, int) else 0
+    try:
         device = args.device or _default_device()
         if device == "cpu":
             # Must be set before any @triton.jit runs its decorator: our kernels then run on numpy.
             os.environ["TRITON_INTERPRET"] = "1"
         ctx = make_context(args, device)
+        if args.json is not None:
+            check_writable(args.json)
     except UsageError as e:
         print(f"python -m validation: error: {e}", file=sys.stderr)
         return USAGE_ERROR
     return run(ctx, args.only, args.json)
 
 
+def parse(argv: list[str] | None):
+    """Flags, and what can be told from them alone; imports nothing that needs torch."""
+    from validation.models import load_config
+
+    args = build_parser().parse_args(argv)
+    if args.json is not None and args.json.is_dir():
+        raise UsageError(f"--json {args.json}: is a folder, not a file")
+    try:
+        load_config(args.model)
+    except (OSError, ValueError) as e:
+        raise UsageError(str(e)) from None
+    return args
+
+
 def check_writable(path: Path) -> None:
-    """--json must be writable before hours of checks run; a file created only to prove it is removed again."""
+    """--json must be writable before the checks run; nothing is created here (run() makes the folders)."""
     if path.is_dir():
         raise UsageError(f"--json {path}: is a folder, not a file")
-    existed = path.exists()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a"):
-            pass
-    except OSError as e:
-        raise UsageError(f"--json {path}: cannot write there ({e.strerror or e})") from None
-    if not existed:
-        path.unlink()
+    target = path if path.exists() else next((p for p in path.absolute().parents if p.exists()), None)
+    if target is None or (not path.exists() and not target.is_dir()):
+        raise UsageError(f"--json {path}: cannot write there ({target} is a file, not a folder)")
+    if not os.access(target, os.W_OK | (0 if path.exists() else os.X_OK)):
+        raise UsageError(f"--json {path}: cannot write there ({target} is not writable)")
 
 
 def _default_device() -> str:
@@ -91,16 +136,11 @@ def make_context(args, device: str):
     from validation.arch import resolve
     from validation.checks.context import Context
     from validation.device import detect
-    from validation.models import load_config
-
     try:
         info = detect(device)
         spec = resolve(args.arch, info.gcn_arch, info.name)
-        load_config(args.model)
     except (RuntimeError, ValueError) as e:
         raise UsageError(str(e)) from e
-    if any(t < 1 for t in args.tp):
-        raise UsageError("--tp sizes must be >= 1")
     root = aiter_probe.aiter_root(args.aiter_src)
     if args.aiter_src and not (root / "configs").is_dir() and not (root / "ops").is_dir():
         raise UsageError(f"--aiter-src {args.aiter_src}: no aiter package (aiter/configs/, aiter/ops/) there")

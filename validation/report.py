@@ -9,7 +9,10 @@ from typing import Any
 
 from validation.metrics import Comparison
 
-PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
+PASSED, FAILED, SKIPPED, WARNING = "passed", "failed", "skipped", "warning"
+# Every status a case or check can have. WARNING: it ran and found something to act on that is not a failure
+# (tuned-CSV coverage below validation.tuned_csv.COVERAGE_WARN_BELOW); it never changes the exit code.
+STATUSES = (PASSED, WARNING, FAILED, SKIPPED)
 
 
 @dataclass
@@ -39,6 +42,10 @@ class Case:
         """A case without numbers (a lookup, a config): pass or fail, and why."""
         return cls(name, PASSED if ok else FAILED, backend=backend, note=note)
 
+    @classmethod
+    def warning(cls, name: str, backend: str, note: str) -> Case:
+        return cls(name, WARNING, backend=backend, note=note)
+
 
 @dataclass
 class CheckResult:
@@ -51,11 +58,15 @@ class CheckResult:
 
     @classmethod
     def from_cases(cls, name: str, cases: list[Case], metrics: dict | None = None) -> CheckResult:
-        """Failed if any case failed; skipped only if every case skipped; a skip never counts as a pass."""
+        """Failed if any case failed, else warning if any warned; skipped only if every case skipped; a skip
+        never counts as a pass."""
         failed = [c.name for c in cases if c.status == FAILED]
+        warned = [c for c in cases if c.status == WARNING]
         ran = [c for c in cases if c.status != SKIPPED]
         if failed:
-            status, reason = FAILED, "failed: " + ", ".join(failed)
+            status, reason = FAILED, "failed: " + _first_of([c for c in cases if c.status == FAILED])
+        elif warned:
+            status, reason = WARNING, "warning: " + _first_of(warned)
         elif not ran:
             status = SKIPPED
             reason = "; ".join(sorted({c.note for c in cases})) or "no cases"
@@ -64,6 +75,14 @@ class CheckResult:
             n_skip = len(cases) - len(ran)
             reason = f"{len(ran)} cases passed" + (f", {n_skip} skipped" if n_skip else "")
         return cls(name, status, reason, metrics={**_summary(cases), **(metrics or {})}, cases=cases)
+
+
+def _first_of(cases: list[Case]) -> str:
+    """One line: the first case, what its note says first, and how many more there are."""
+    first = cases[0]
+    said = first.note.split("; ")[0]
+    more = f" (+{len(cases) - 1} more: {', '.join(c.name for c in cases[1:4])}{', ...' if len(cases) > 4 else ''})"
+    return f"{first.name}" + (f": {said}" if said else "") + (more if len(cases) > 1 else "")
 
 
 def _summary(cases: list[Case]) -> dict[str, Any]:
@@ -107,6 +126,7 @@ def _finite(obj: Any) -> Any:
 
 
 def exit_code(checks: list[CheckResult]) -> int:
+    """1 if a check failed; a warning or a skip leaves it 0."""
     return 1 if any(c.status == FAILED for c in checks) else 0
 
 
@@ -141,7 +161,7 @@ def _render_rich(report: Report) -> str:
     from rich.table import Table
 
     table = Table(*HEADER)
-    colour = {"PASSED": "green", "FAILED": "red", "SKIPPED": "yellow"}
+    colour = {"PASSED": "green", "FAILED": "red", "SKIPPED": "yellow", "WARNING": "magenta"}
     for row in _rows(report):
         style = colour.get(row[1], "")
         table.add_row(*row[:1], f"[{style}]{row[1]}[/]" if style else row[1], *row[2:])

@@ -15,6 +15,10 @@ REQUIRED = ("cu_num", "M", "N", "K", "libtype")
 # aiter/configs/bf16_untuned_gemm.csv's header: the input format of aiter's GEMM tuner.
 UNTUNED_COLUMNS = ("M", "N", "K", "bias", "dtype", "outdtype", "scaleAB")
 BF16 = "torch.bfloat16"
+# A model whose shapes the tuned CSV covers less than this share of is a WARNING (not "passed") in validation,
+# the build report and the audit: its untuned shapes run aiter's default (hipBLASLt with the patch; torch
+# without). `--min-coverage` turns a share into a failure (exit 1).
+COVERAGE_WARN_BELOW = 0.9
 
 
 class CsvError(Exception):

@@ -4,6 +4,7 @@ pitfalls are PRESENT, after `python -m patches apply` they are ok."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from audit_helpers import AITER_OLD_REV, apply_patches, make_context, show
 
@@ -19,6 +20,28 @@ def test_unpatched_tuned_gemm_falls_back_to_torch(real_site, fake_root):
     assert f.evidence[0].startswith("patch would apply: ")
     assert f.evidence[0].endswith("(/opt/venv/site-packages/aiter/tuned_gemm.py; patch tuned-gemm-hipblaslt)")
     assert 'libtype "torch"' in f.evidence[0]
+
+
+def test_unpatched_dispatcher_is_seen_reaching_torch(real_site, fake_root):
+    f = code.tuned_gemm_default(make_context(real_site, fake_root))
+    assert f.evidence[1] == ("tgemm.mm (ATOM's linear entry) for untuned bfloat16 M=4099 N=4097 K=4096 on gfx942 "
+                             "reached torch (F.linear) (executed, aiter's runtime stubbed)")
+
+
+def test_patched_dispatcher_reaches_hipblaslt_on_both_archs_when_the_arch_is_unknown(real_site, fake_root):
+    apply_patches(real_site)
+    f = code.tuned_gemm_default(make_context(real_site, fake_root, arch=None))
+    assert [e.split(" reached ")[1] for e in f.evidence[1:]] == ["hipblaslt (aiter.hipb_mm) (executed, aiter's "
+                                                                 "runtime stubbed)"] * 2
+
+
+def test_a_dispatcher_that_reroutes_to_torch_is_present(real_site, fake_root):
+    apply_patches(real_site)
+    fixture = Path(__file__).parents[1] / "validation" / "fixtures" / "tuned_gemm_reroutes_to_torch.py.txt"
+    (real_site / "aiter/tuned_gemm.py").write_bytes(fixture.read_bytes())
+    f = code.tuned_gemm_default(make_context(real_site, fake_root))
+    assert (f.status, f.evidence[-1].split(" reached ")[1]) == (PRESENT, "torch (F.linear) (executed, aiter's "
+                                                                          "runtime stubbed)")
 
 
 def test_patched_tuned_gemm_is_ok(real_site, fake_root):

@@ -66,3 +66,33 @@ def test_clean_labels_carry_pins_and_manifest_facts():
     assert (labels[metadata.label("lock-digest")], labels[metadata.label("wheels-manifest-digest")]) == (
         "sha256:ab", "sha256:m")
     assert labels[metadata.label("version.amd-aiter")] == "0.1.20" and metadata.label("version.numpy") not in labels
+
+
+COVERAGE_WARNING = {"checks": [{"name": "gemm-hipblaslt", "status": "passed", "reason": "21 cases passed"},
+                               {"name": "tuned-csv-coverage", "status": "warning",
+                                "reason": "warning: tp8: 0/70 shapes covered (0.0%) for gfx942 cu_num 304"}]}
+
+
+def test_a_coverage_warning_is_the_validation_status_of_the_report(reports):
+    rec = BuildRecord(run_id="r1", started=0.0, started_at="now", steps=STEPS, validation=COVERAGE_WARNING)
+    folder = report.write(offline_plan(), rec, None, failed=False)
+    assert json.loads((folder / "report.json").read_text())["validation_status"] == "warning"
+
+
+def test_the_markdown_report_shows_the_warning_status_and_its_reason(reports):
+    rec = BuildRecord(run_id="r1", started=0.0, started_at="now", steps=STEPS, validation=COVERAGE_WARNING)
+    text = (report.write(offline_plan(), rec, None, failed=False) / "report.md").read_text()
+    assert "- status: warning\n" in text
+    assert "| tuned-csv-coverage | warning | warning: tp8: 0/70 shapes covered (0.0%) for gfx942 cu_num 304 |" in text
+
+
+@pytest.mark.parametrize(("statuses", "expected"), [
+    (["passed", "skipped"], "passed"), (["passed", "warning"], "warning"), (["warning", "failed"], "failed"),
+    (["skipped"], "skipped"),
+])
+def test_validation_status_is_the_worst_check(statuses, expected):
+    assert report.validation_status({"checks": [{"status": s} for s in statuses]}) == expected
+
+
+def test_validation_status_without_a_run():
+    assert report.validation_status(None) == "not run"

@@ -36,6 +36,8 @@ from patch_upstream_repos import GROUPS, NAMED, commits, missing_reason, version
 
 from patches import engine
 from patches.catalog import PATCHES
+from validation import aiter_dispatch, aiter_lookup
+from validation.aiter_dispatch import Call
 
 OK = {"applied", "already-applied", "upstream-fixed"}
 PATCHES_OF = {
@@ -278,6 +280,40 @@ def test_gfx942_choice_is_unchanged(tuned_gemm_version, tuned_lookup, case):
         version, lambda: tuned_lookup(patched(version)[TUNED_GEMM], "gfx942")(**ASM_CHOICES[case])
     )
     assert after == before
+
+
+# --- behaviour: the dispatcher ATOM calls (tgemm.mm), executed as validation executes it -----------------
+
+DISPATCH_UNTUNED = Call(4096, 4096, 4096)  # no tuned CSV in these runs: every shape takes aiter's default
+DISPATCH_PRESHUFFLED = Call(512, 4096, 4096, preshuffled=True)  # the bpreshuffle default: asm on gfx950 upstream
+
+
+def dispatched(data: bytes, tmp_path: Path, gfx: str, call: Call) -> list[str]:
+    """The backends tgemm.mm of this tuned_gemm.py reaches for call (validation.aiter_dispatch, no tuned CSV)."""
+    pkg = tmp_path / gfx / "aiter"
+    pkg.mkdir(parents=True)
+    (pkg / "tuned_gemm.py").write_bytes(data)
+    kernels = aiter_dispatch.StubbedKernels()
+    with aiter_lookup.load(pkg, gfx, {"gfx942": 304, "gfx950": 256}[gfx], on_call=kernels) as lookup:
+        if call.preshuffled and not lookup.accepts("bpreshuffle"):
+            pytest.skip("this aiter's lookup has no bpreshuffle")
+        return aiter_dispatch.run_stubbed(lookup.module, kernels, call).backends()
+
+
+@pytest.mark.parametrize("gfx", ["gfx942", "gfx950"])
+def test_patched_dispatcher_reaches_hipblaslt(tuned_gemm_version, tmp_path, gfx):
+    """"applied" means what ATOM calls runs hipBLASLt for an untuned shape, not only that the lookup says so."""
+    assert dispatched(patched(tuned_gemm_version)[TUNED_GEMM], tmp_path, gfx, DISPATCH_UNTUNED) == ["hipblaslt"]
+
+
+def test_unpatched_dispatcher_reached_torch(tuned_gemm_version, tmp_path):
+    """What the patch is for, seen at the dispatcher: upstream's untuned shape runs torch."""
+    assert dispatched(tuned_gemm_version.file(TUNED_GEMM), tmp_path, "gfx942", DISPATCH_UNTUNED) == ["torch"]
+
+
+def test_patched_dispatcher_never_reaches_asm_on_gfx950(tuned_gemm_version, tmp_path):
+    data = patched(tuned_gemm_version)[TUNED_GEMM]
+    assert dispatched(data, tmp_path, "gfx950", DISPATCH_PRESHUFFLED) == ["hipblaslt"]
 
 
 # --- behaviour: aiter/jit/core.py -------------------------------------------------------------

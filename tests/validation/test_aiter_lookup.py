@@ -1,5 +1,5 @@
 """aiter's tuned-GEMM lookup EXECUTED from the real aiter source, unpatched and patched (validation.aiter_lookup),
-and the two checks that use it where aiter cannot run: gemm-hipblaslt's untuned-shape-fallback and gemm-asm.
+and the two checks that use it where aiter cannot run: gemm-hipblaslt's dispatch cases and gemm-asm.
 
 The trees: aiter at the pin (79366eb8) as upstream has it, the same after `python -m patches apply`, and aiter
 main at e4048607 patched (its gfx1250 Triton branch is not ours to check).
@@ -176,13 +176,12 @@ def test_merged_csvs_union_columns_and_give_legacy_rows_their_gfx(tmp_path):
 # --- the checks, where aiter cannot run -----------------------------------------------------------
 
 
-def test_fallback_case_says_the_lookup_was_executed(pin_patched, cpu_ctx):
-    case = next(c for c in gemm_hipblaslt.run(cpu_ctx("gfx950", aiter_root=pin_patched)).cases
-                if c.name == "untuned-shape-fallback")
-    assert case.status == "passed"
-    assert case.backend == "aiter-executed"
-    assert f"EXECUTED from {pin_patched / 'tuned_gemm.py'}" in case.note
-    assert "get_gfx()=gfx950, get_cu_num()=256, no tuned CSV" in case.note
+def test_dispatch_case_says_the_dispatcher_was_executed(pin_patched, cpu_ctx):
+    case = gemm_hipblaslt.run(cpu_ctx("gfx950", aiter_root=pin_patched)).cases[0]
+    assert (case.name, case.status) == ("untuned bfloat16 M=4099 N=4097 K=4096", "passed")
+    assert case.backend == "aiter-dispatch:hipblaslt"
+    assert f"tgemm.mm EXECUTED from {pin_patched / 'tuned_gemm.py'}" in case.note
+    assert "get_gfx()=gfx950, get_cu_num()=256" in case.note
 
 
 def test_asm_check_names_the_shape_that_gets_asm(aiter_pkg, cpu_ctx):
@@ -205,7 +204,8 @@ def test_asm_check_without_pandas_skips_the_tuned_rows_and_says_so(pin_patched, 
     monkeypatch.setattr(aiter_lookup, "pandas_available", lambda: False)
     res = gemm_asm.run(cpu_ctx("gfx950", aiter_root=pin_patched))
     assert [(c.name, c.status) for c in res.cases] == [("asm-reachable", "passed"),
-                                                        ("asm-reachable tuned rows", "skipped")]
+                                                        ("asm-reachable tuned rows", "skipped"),
+                                                        ("asm-dispatch", "passed")]
     assert res.cases[1].note.startswith("pandas is not installed")
 
 

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from validation.cli import main
-from validation.report import Report, render
+from validation.report import STATUSES, Report, render
 
 TOP_KEYS = {"arch", "device", "device_name", "torch", "triton", "aiter", "aiter_commit", "aiter_source", "wall_s",
             "exit_code", "checks"}
@@ -29,11 +29,11 @@ def _check_schema(data):
     assert isinstance(data["wall_s"], float) and isinstance(data["exit_code"], int)
     for chk in data["checks"]:
         assert set(chk) == CHECK_KEYS
-        assert chk["status"] in ("passed", "failed", "skipped")
+        assert chk["status"] in STATUSES
         assert isinstance(chk["wall_s"], float) and isinstance(chk["metrics"], dict)
         for case in chk["cases"]:
             assert set(case) == CASE_KEYS
-            assert case["status"] in ("passed", "failed", "skipped")
+            assert case["status"] in STATUSES
             assert all(isinstance(case[k], float) for k in ("cosine", "max_abs_err", "frac_out_of_tol"))
             assert isinstance(case["nan_inf"], bool)
 
@@ -129,6 +129,11 @@ USAGE = {
     "missing model": lambda t: [*CPU, "--model", "/nonexistent/config.json"],
     "model is a JSON array": lambda t: [*CPU, "--model", _array_config(t)],
     "tp 0": lambda t: [*CPU, "--tp", "0"],
+    "tp not a number": lambda t: [*CPU, "--tp", "eight"],
+    "cu-num -1": lambda t: [*CPU, "--cu-num", "-1"],
+    "cu-num 0": lambda t: [*CPU, "--cu-num", "0"],
+    "min-coverage above 1": lambda t: [*CPU, "--min-coverage", "1.5"],
+    "min-coverage negative": lambda t: [*CPU, "--min-coverage", "-0.1"],
     "no arch": lambda t: ["--device", "cpu"],
     "bad ck mode": lambda t: [*CPU, "--ck-mode", "full"],
     "json under a file": lambda t: [*CPU, "--json", _file_as_parent(t)],
@@ -167,3 +172,94 @@ def test_plain_table_without_rich(monkeypatch):
         monkeypatch.setitem(sys.modules, name, None)  # as in an image without rich
     text = render(Report("gfx942", "cpu", "cpu", "t", None, None))
     assert ("┃" in text, text.splitlines()[1].split()[:2]) == (False, ["check", "/"])
+
+
+# --- parse first: no torch needed, nothing written before every argument is valid --------------------
+
+
+@pytest.fixture
+def no_torch(monkeypatch):
+    """This process as a host without torch: `import torch` fails, and every validation module but the CLI
+    (and the torch-free archs it imports at the top) is unloaded, so what the CLI imports is imported afresh."""
+    import validation
+
+    monkeypatch.setitem(sys.modules, "torch", None)
+    for name in [m for m in sys.modules if m.startswith("validation.")]:
+        if name not in ("validation.cli", "validation.archs"):
+            monkeypatch.delitem(sys.modules, name)
+            if name.count(".") == 1 and hasattr(validation, name.split(".")[1]):
+                attr = name.split(".")[1]
+                monkeypatch.setattr(validation, attr, getattr(validation, attr))
+
+
+def test_help_needs_no_torch(no_torch, capsys):
+    assert main(["--help"]) == 0
+    assert capsys.readouterr().out.startswith("usage: python -m validation")
+
+
+@pytest.mark.parametrize("args", [["--arch", "gfx942", "--tp", "0"], ["--arch", "gfx942", "--cu-num", "-1"]],
+                         ids=["tp 0", "cu-num -1"])
+def test_usage_errors_need_no_torch(no_torch, capsys, args):
+    assert main(args) == 2
+    assert capsys.readouterr().err.startswith("python -m validation: error: argument")
+
+
+def test_the_no_torch_fixture_really_hides_torch(no_torch):
+    with pytest.raises(ImportError):
+        import torch  # noqa: F401
+
+
+def test_check_names_are_the_checks_in_run_order():
+    from validation.checks import CHECKS
+    from validation.cli import CHECK_NAMES
+
+    assert list(CHECK_NAMES) == list(CHECKS)
+
+
+@pytest.mark.parametrize("bad", [["--cu-num", "-1"], ["--tp", "0"], ["--aiter-src", "/nonexistent-aiter"]],
+                         ids=["cu-num -1", "tp 0", "missing aiter-src"])
+def test_a_usage_error_creates_no_json_folder(tmp_path, bad):
+    out = tmp_path / "new" / "deeper" / "r.json"
+    assert main([*CPU, "--json", str(out), *bad]) == 2
+    assert not (tmp_path / "new").exists()
+
+
+def test_the_json_folder_is_made_when_the_report_is_written(tmp_path, capsys):
+    out = tmp_path / "new" / "deeper" / "r.json"
+    assert main([*CPU, "--json", str(out), "--only", "gemm-ck"]) == 0
+    capsys.readouterr()
+    assert json.loads(out.read_text())["checks"][0]["name"] == "gemm-ck"
+
+
+# --- coverage: a warning, exit 0, unless --min-coverage asks for more ------------------------------------
+
+
+def _empty_csv(tmp_path):
+    path = tmp_path / "tuned.csv"
+    path.write_text("gfx,cu_num,M,N,K,bias,dtype,outdtype,scaleAB,bpreshuffle,libtype,solidx,splitK,us,kernelName\n")
+    return str(path)
+
+
+def test_poor_coverage_is_a_warning_that_exits_0(tmp_path, capsys):
+    code, data = _json(tmp_path, *CPU, "--only", "tuned-csv-coverage", "--tuned-csv", _empty_csv(tmp_path))
+    assert (code, data["checks"][0]["status"]) == (0, "warning")
+
+
+def test_poor_coverage_warning_is_in_the_table(tmp_path, capsys):
+    main([*CPU, "--only", "tuned-csv-coverage", "--tuned-csv", _empty_csv(tmp_path)])
+    assert "WARNING" in capsys.readouterr().out
+
+
+def test_poor_coverage_names_count_missing_shapes_and_untuned_csv(tmp_path, capsys):
+    untuned = tmp_path / "untuned.csv"
+    _, data = _json(tmp_path, *CPU, "--only", "tuned-csv-coverage", "--tuned-csv", _empty_csv(tmp_path), "--tp", "8",
+                    "--write-untuned", str(untuned))
+    assert data["checks"][0]["reason"].startswith("warning: tp8: 0/70 shapes covered (0.0%) for gfx942 cu_num 304")
+    assert "missing qkv_proj M=1 N=768 K=4096" in data["checks"][0]["cases"][0]["note"]
+    assert f"untuned CSV of the 70 missing shapes: {untuned}" in data["checks"][0]["cases"][0]["note"]
+
+
+def test_min_coverage_turns_poor_coverage_into_exit_1(tmp_path, capsys):
+    code, data = _json(tmp_path, *CPU, "--only", "tuned-csv-coverage", "--tuned-csv", _empty_csv(tmp_path),
+                       "--min-coverage", "0.5")
+    assert (code, data["checks"][0]["status"]) == (1, "failed")

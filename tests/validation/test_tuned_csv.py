@@ -33,9 +33,9 @@ def test_coverage_counts_only_rows_of_the_target_gfx_and_cu(tmp_path, cpu_ctx, s
     untuned = tmp_path / "out" / "untuned.csv"
     ctx = cpu_ctx("gfx942", model=small_model, tp=[1], tuned_csv=[str(path)], write_untuned=untuned)
     res = tuned_csv_coverage.run(ctx)
-    assert res.status == "passed"
     shapes = 5 * len(M_BUCKETS)  # lm_head, qkv, o_proj, gate_up, down
-    assert res.metrics["tp1"] == {"shapes": shapes, "covered": 14, "coverage": round(14 / shapes, 4)}
+    assert res.metrics["tp1"] == {"shapes": shapes, "covered": 14, "coverage": round(14 / shapes, 4),
+                                  "status": "warning"}
     with untuned.open() as f:
         got = list(csv.reader(f))
     assert tuple(got[0]) == UNTUNED_COLUMNS
@@ -57,7 +57,7 @@ def test_min_coverage_fails_the_check(tmp_path, cpu_ctx, small_model):
     path.write_text(HEADER)
     res = tuned_csv_coverage.run(cpu_ctx(model=small_model, tp=[1], tuned_csv=[str(path)], min_coverage=0.5))
     assert res.status == "failed"
-    assert "0/70 covered" in res.cases[0].note
+    assert res.cases[0].note.startswith("0/70 shapes covered")
 
 
 def test_missing_csv_is_a_clear_failure(tmp_path, cpu_ctx):

@@ -13,6 +13,7 @@ from validation.audit.context import OK, PRESENT, UNKNOWN, Context, Finding
 
 TUNED_GEMM = "tuned-gemm-hipblaslt"
 NO_ASM = "no-asm-gemm-gfx950"
+UNTUNED = (4099, 4097, 4096)  # M, N, K no tuned CSV holds: aiter's default decides
 JIT_CORE = "jit-core-runtime-error"
 CK_FREE = "atom-ck-free-triton-gemm"
 VERDICT = {"applied": "patch would apply", "already-applied": "patched", "upstream-fixed": "fixed upstream",
@@ -60,7 +61,35 @@ def _from_patch(ctx: Context, name: str, finding: Finding) -> Finding:
 def tuned_gemm_default(ctx: Context) -> Finding:
     f = Finding("tuned-gemm-default", "untuned GEMM shapes fall back to hipBLASLt, not torch", OK,
                 fix="apply patch tuned-gemm-hipblaslt (invoke patch --image IMAGE), or rebuild with invoke build-clean")
-    return _from_patch(ctx, TUNED_GEMM, f)
+    _from_patch(ctx, TUNED_GEMM, f)
+    aiter = pyenv.locate(ctx, "aiter")
+    if aiter is not None:
+        _dispatched(ctx, f, aiter.path)
+    return f
+
+
+def _dispatched(ctx: Context, f: Finding, aiter_pkg: Path) -> None:
+    """"ok" needs the dispatcher ATOM calls (tgemm.mm) to reach hipBLASLt for an untuned shape, executed here
+    with aiter's runtime stubbed (validation.aiter_dispatch): a patched lookup whose dispatcher reroutes is PRESENT."""
+    try:
+        from validation.aiter_dispatch import Call, trace_source
+        from validation.archs import ARCHS
+    except ImportError as exc:  # an image without torch
+        f.evidence.append(f"dispatcher not executed: {exc}")
+        f.status = UNKNOWN if f.status == OK else f.status
+        return
+    call = Call(*UNTUNED)
+    for arch in [ctx.arch] if ctx.arch else sorted(ARCHS):
+        try:
+            trace = trace_source(aiter_pkg, arch, ARCHS[arch].default_cu_num, call)
+        except Exception as exc:  # noqa: BLE001 - aiter's code failing to run is the evidence
+            f.evidence.append(f"dispatcher not executed on {arch}: {type(exc).__name__}: {exc}")
+            f.status = UNKNOWN if f.status == OK else f.status
+            continue
+        f.evidence.append(f"tgemm.mm (ATOM's linear entry) for untuned {call.label} on {arch} reached "
+                          f"{trace.says()} (executed, aiter's runtime stubbed)")
+        if trace.backends() != ["hipblaslt"]:
+            f.status = PRESENT
 
 
 def asm_gemm_gfx950(ctx: Context) -> Finding:

@@ -1,6 +1,7 @@
 """Tuned-CSV coverage of a model's GEMM shapes at the asked TP sizes, as aiter would look them up.
 
-Reuses validation.tuned_csv (aiter's CSV conventions, AITER_CONFIG_GEMM_BF16 included) and validation.models
+A share covered below validation.tuned_csv.COVERAGE_WARN_BELOW at any TP size is a WARNING (never PRESENT:
+the exit code stays 0), as in validation's tuned-csv-coverage check. Reuses validation.tuned_csv (aiter's CSV conventions, AITER_CONFIG_GEMM_BF16 included) and validation.models
 (shapes per TP from a config.json or a preset). Missing shapes are listed and, when asked, written in aiter's
 untuned-CSV format so they can be tuned.
 """
@@ -11,9 +12,9 @@ import os
 
 from validation.archs import ARCHS
 from validation.audit import pyenv
-from validation.audit.context import OK, PRESENT, UNKNOWN, Context, Finding
+from validation.audit.context import OK, UNKNOWN, WARNING, Context, Finding
 from validation.models import M_BUCKETS, gemm_shapes, load_config
-from validation.tuned_csv import CsvError, coverage, index, tuned_paths, write_untuned
+from validation.tuned_csv import COVERAGE_WARN_BELOW, CsvError, coverage, index, tuned_paths, write_untuned
 
 SHOW = 4
 
@@ -21,7 +22,8 @@ SHOW = 4
 def tuned_csv_coverage(ctx: Context) -> Finding | None:
     if not ctx.model:
         return None
-    f = Finding("tuned-csv-coverage", f"tuned GEMM CSV covers the model at tp {','.join(map(str, ctx.tp))}", UNKNOWN,
+    f = Finding("tuned-csv-coverage", f"tuned GEMM CSV covers at least {COVERAGE_WARN_BELOW:.0%} of the model's "
+                f"shapes at tp {','.join(map(str, ctx.tp))}", UNKNOWN,
                 fix="tune the missing shapes (aiter's GEMM tuner reads the untuned CSV the audit writes) and add them")
     aiter = pyenv.locate(ctx, "aiter")
     table, where = _table(ctx, f, aiter.path if aiter else None)
@@ -33,11 +35,13 @@ def tuned_csv_coverage(ctx: Context) -> Finding | None:
         f.evidence.append(f"cannot read --model: {exc}")
         return f
     cu = _cu_num(ctx)
-    gaps, failed = _gaps(f, name, cfg, ctx.tp, table, cu)
-    f.status = PRESENT if gaps else UNKNOWN if failed else OK
+    gaps, failed, worst = _gaps(f, name, cfg, ctx.tp, table, cu)
+    f.status = WARNING if worst < COVERAGE_WARN_BELOW else UNKNOWN if failed else OK
     if ctx.untuned_csv is not None and gaps:
         write_untuned(ctx.untuned_csv, gaps)
         f.evidence.append(f"untuned CSV with {len(gaps)} shapes written to {ctx.untuned_csv}")
+    elif gaps:
+        f.evidence.append(f"untuned CSV of the {len(gaps)} missing shapes not written (pass --untuned-csv PATH)")
     f.evidence.append(where)
     return f
 
@@ -77,8 +81,9 @@ def _cu_num(ctx: Context) -> int:
     return int(raw) if raw.isdigit() and int(raw) > 0 else ARCHS[ctx.arch].default_cu_num
 
 
-def _gaps(f: Finding, name: str, cfg: dict, tps: tuple[int, ...], table, cu: int) -> tuple[list, int]:
-    every, failed = {}, 0
+def _gaps(f: Finding, name: str, cfg: dict, tps: tuple[int, ...], table, cu: int) -> tuple[list, int, float]:
+    """(every missing shape, TP sizes whose shapes could not be derived, the lowest share covered)."""
+    every, failed, worst = {}, 0, 1.0
     for tp in tps:
         try:
             shapes = gemm_shapes(cfg, tp)
@@ -88,7 +93,8 @@ def _gaps(f: Finding, name: str, cfg: dict, tps: tuple[int, ...], table, cu: int
             continue
         total, gaps = coverage(shapes, M_BUCKETS, table, cu)
         every.update({(g.M, g.N, g.K): g for g in gaps})
+        worst = min(worst, (total - len(gaps)) / total if total else 1.0)
         shown = "; ".join(f"{g.layer} M={g.M} N={g.N} K={g.K}" for g in gaps[:SHOW])
         f.evidence.append(f"{name} tp{tp}: {total - len(gaps)}/{total} shapes tuned for cu_num {cu}"
                           + (f"; missing {shown}" + (f" (+{len(gaps) - SHOW} more)" if len(gaps) > SHOW else "") if gaps else ""))
-    return sorted(every.values(), key=lambda g: (g.N, g.K, g.M)), failed
+    return sorted(every.values(), key=lambda g: (g.N, g.K, g.M)), failed, worst

@@ -12,11 +12,12 @@ from dataclasses import astuple
 
 import torch
 
-from validation import aiter_lookup
+from validation import aiter_dispatch, aiter_lookup
+from validation.aiter_dispatch import Call
 from validation.aiter_probe import try_import
 from validation.checks.common import Shape, operands, reference
 from validation.checks.context import Context
-from validation.checks.gemm_hipblaslt import untuned_libtypes
+from validation.checks.gemm_hipblaslt import UNTUNED_PRESHUFFLED, untuned_libtypes
 from validation.metrics import compare
 from validation.report import Case, CheckResult
 from validation.tuned_csv import CsvError, Key, index, tuned_paths
@@ -110,7 +111,35 @@ def _executed_no_asm(ctx: Context, cu: int, asm: dict, paths, note: str) -> list
                if bad else f"no lookup returned asm ({len(answers)} asked)")
     cases.insert(0, Case.verdict("asm-reachable", not bad, "aiter-executed",
                                  f"{verdict}; {asked}; {where}; aiter itself not run ({ctx.aiter_on_gpu})"))
-    return cases
+    return cases + [_dispatched_no_asm(ctx, cu, sample if aiter_lookup.pandas_available() else [], paths)]
+
+
+def _dispatched_no_asm(ctx: Context, cu: int, sample: list[tuple[Key, dict]], paths) -> Case:
+    """The dispatcher ATOM calls (tgemm.mm), executed for the untuned pre-shuffled default and the sampled
+    tuned asm rows: no call may reach aiter's asm entry point (validation.aiter_dispatch)."""
+    calls = [Call(*UNTUNED_PRESHUFFLED, preshuffled=True)] + [_call(k, row) for k, row in sample]
+    kernels = aiter_dispatch.StubbedKernels()
+    reached: dict[str, list[str]] = {}
+    try:
+        with aiter_lookup.load(ctx.aiter_root, ctx.arch.name, cu, paths if sample else (), kernels) as lookup:
+            for call in calls:
+                if call.preshuffled and not lookup.accepts("bpreshuffle"):
+                    continue
+                for b in aiter_dispatch.run_stubbed(lookup.module, kernels, call).backends():
+                    reached.setdefault(b, []).append(call.label)
+    except Exception as e:  # noqa: BLE001 - aiter's dispatcher failing is the finding
+        return Case.verdict("asm-dispatch", False, "aiter-dispatch", f"tgemm.mm failed: {type(e).__name__}: {e}")
+    said = ", ".join(f"{b} x{len(v)}" for b, v in reached.items())
+    asm = reached.get(aiter_dispatch.ASM, [])
+    note = (f"asm reached by {asm[0]}" + (f" and {len(asm) - 1} more" if len(asm) > 1 else "") if asm
+            else "asm never reached") + f"; {len(calls)} tgemm.mm calls reached {said} (aiter's runtime stubbed)"
+    return Case.verdict("asm-dispatch", not asm, "aiter-dispatch:" + "+".join(reached), note)
+
+
+def _call(k: Key, row: dict) -> Call:
+    dtype = getattr(torch, k.dtype.removeprefix("torch."))
+    return Call(k.M, k.N, k.K, dtype=dtype, otype=getattr(torch, k.outdtype.removeprefix("torch.")), bias=k.bias,
+                preshuffled=_preshuffled(row), scaled=k.scaleAB)
 
 
 def _ask_tuned_rows(ctx: Context, cu: int, sample: list[tuple[Key, dict]], paths) -> dict[str, str]:
