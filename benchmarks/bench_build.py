@@ -66,10 +66,19 @@ def drop(cli, plans, keep: frozenset[str] = frozenset()) -> None:
             engine.untag(cli, ref)
 
 
+def builder_prune(tries: int = 10) -> None:
+    """`docker builder prune -af`, again while another build holds the cache (it then fails at once)."""
+    for _ in range(tries):
+        if subprocess.run(["docker", "builder", "prune", "-af"], capture_output=True, check=False).returncode == 0:  # noqa: S603,S607
+            return
+        time.sleep(15)
+    sys.exit("docker builder prune -af kept failing: another build holds the cache")
+
+
 def prune(cli, plans) -> None:
     """A cold start: no image of these plans and no BuildKit cache."""
     drop(cli, plans)
-    subprocess.run(["docker", "builder", "prune", "-af"], check=True, capture_output=True)  # noqa: S603,S607
+    builder_prune()
 
 
 def timed_run(cli, plan, names=BUILD) -> tuple[float, dict[str, float]]:
@@ -154,7 +163,7 @@ def forget(cli, prefix: str) -> None:
         for tag in image.tags:
             if tag.startswith(prefix):
                 cli.images.remove(tag, force=True)
-    subprocess.run(["docker", "builder", "prune", "-af"], check=True, capture_output=True)  # noqa: S603,S607
+    builder_prune()
 
 
 def registry_flow(cli, registry: str) -> dict:
@@ -207,10 +216,11 @@ def bump(cli) -> dict:
         for name, profile in profiles.items():
             drop(cli, bumped, keep)
             if cache == "pruned":
-                subprocess.run(["docker", "builder", "prune", "-af"], check=True, capture_output=True)  # noqa: S603,S607
+                builder_prune()
             row = bump_run(cli, base, profile, f"{name}-{cache}")
             row["build_share_of_cold"] = round(row["build_s"] / out["cold"]["build_s"], 3)
             out[f"{name}_{cache}"] = row
+            print(f"BENCH {name}_{cache} " + json.dumps(row), flush=True)  # a row survives a later failure
     drop(cli, bumped, keep)
     return out
 

@@ -175,7 +175,7 @@ class Plan:
 
 CLEAN_UNITS = ("venv", "atom-layer", "clean")
 # Scripts only the clean image's stages run: no wheel's bytes depend on them, so they are in no wheel's key.
-CLEAN_ONLY_SCRIPTS = frozenset({"install.sh", "smoke.py", "structure_check.py", "write_versions.py"})
+CLEAN_ONLY_SCRIPTS = frozenset({"install.sh", "compile_new.py", "smoke.py", "structure_check.py", "write_versions.py"})
 COMMON_UNITS = ("torch", "triton", "deps", "sdists", "mori", "installer")  # what the venv layer installs
 
 
