@@ -234,12 +234,6 @@ def layers(cli, image: str) -> list[str]:
     return list(cli.api.inspect_image(image).get("RootFS", {}).get("Layers", []))
 
 
-def registry_host(ref: str) -> str | None:
-    """The registry host of an image reference, Docker's rule: a first component with '.' or ':', or localhost."""
-    first, sep, _ = ref.partition("/")
-    return first if sep and ("." in first or ":" in first or first == "localhost") else None
-
-
 def _split(ref: str) -> tuple[str, str]:
     if "@" in ref:
         return ref.split("@", 1)[0], ref.split("@", 1)[1]

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 
 from . import metadata
@@ -94,7 +93,3 @@ def clean_labels(plan: Plan, record: BuildRecord) -> tuple[tuple[str, str], ...]
         if wheel.get("component") not in ("deps",):
             out[metadata.label(f"version.{wheel['name']}")] = str(wheel.get("version", ""))
     return tuple(sorted(out.items()))
-
-
-def manifest_of(raw: bytes) -> dict:
-    return json.loads(raw)
