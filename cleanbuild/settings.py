@@ -52,14 +52,22 @@ def site_config(raw: object) -> dict[str, object]:
     return out
 
 
-def site_file(path: Path) -> dict[str, object]:
-    """The checked `cleanbuild:` section of an invoke.yaml (what tasks.py and `nox -s validate` read)."""
+def site_file(path: Path, *, given: bool = False) -> dict[str, object]:
+    """The checked `cleanbuild:` section of an invoke.yaml (what tasks.py and `nox -s validate` read). given: the
+    user named this file (-f, INVOKE_RUNTIME_CONFIG), so a missing file or a folder is bad input, not "no config"."""
     from invoke.vendor import yaml
 
+    if path.is_dir() or (given and not path.exists()):
+        what = "a folder" if path.is_dir() else "missing"
+        raise UsageError(f"the site config {path} is {what}, not a YAML file. To fix, name an invoke.yaml file "
+                         "(-f FILE or INVOKE_RUNTIME_CONFIG=FILE) or unset it.")
     if not path.is_file():
         return {}
     try:
         data = yaml.safe_load(path.read_bytes().decode("utf-8"))
+    except OSError as exc:
+        raise UsageError(f"the site config {path} cannot be read ({exc.strerror}). To fix, make it readable or "
+                         "remove it.") from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path} is not a valid site config ({str(exc).replace(chr(10), ' ')[:300]}). To fix, correct it or remove it.") from None
     try:
@@ -101,9 +109,8 @@ class Inputs:
 
 def load_profile(inputs: Inputs, config: Mapping[str, object]) -> Profile:
     name = str(pick(inputs.profile, config, "profile"))
-    overrides = {**dict(config.get("overrides") or {}), **parse_sets(list(inputs.sets))}
     path = Path(name) if name.endswith(".toml") else None
-    return load(Path(name).stem if path else name, overrides, path)
+    return load(Path(name).stem if path else name, overrides(inputs, config), path)
 
 
 def user_name(flag: str | None, config: Mapping[str, object]) -> str:
@@ -121,11 +128,56 @@ def cache_dir(config: Mapping[str, object]) -> Path:
     return Path(str(value)).resolve() if value else REPO_ROOT / ".cache"
 
 
+def source(flag: object, config: Mapping[str, object], key: str, flag_name: str) -> str:
+    """Where a value came from, for messages: the flag, the invoke.yaml key, or the built-in default."""
+    if flag not in (None, ""):
+        return flag_name
+    if config.get(key) not in (None, ""):
+        return f"invoke.yaml cleanbuild.{key}"
+    return f"the default {key}"
+
+
 def registry(config: Mapping[str, object], flag: str | None = None) -> str:
     value = str(pick(flag, config, "registry"))
     if not REGISTRY.match(value):
-        raise UsageError(f"registry {value!r} is not a valid image repository prefix (host[:port]/path, lower case). To fix, correct cleanbuild.registry in invoke.yaml.")
+        where = source(flag, config, "registry", "--registry")
+        raise UsageError(f"{where} {value!r} is not a valid image repository prefix (host[:port]/path, lower case). "
+                         f"To fix, correct {where}.")
     return value
+
+
+def gpu_list(flag: object, config: Mapping[str, object]) -> tuple[int, ...] | None:
+    """--gpu (or invoke.yaml gpus): indices, or None for every GPU ("all" or not given). An empty list is refused:
+    `--gpu ''` or `--gpu ,` must not silently mean every GPU."""
+    given = flag is not None
+    value = flag if given else config.get("gpus")
+    if value is None:
+        return None
+    text = str(value).strip()
+    if text.lower() == "all":
+        return None
+    where = "--gpu" if given else "invoke.yaml cleanbuild.gpus"
+    if not [p for p in re.split(r"[,\s]+", text) if p]:
+        raise UsageError(f"{where} {value!r} names no GPU. To fix, pass indices (--gpu 0 or --gpu 0,1), --gpu all, "
+                         "or leave it out to use every GPU.")
+    gpus = parse_gpus(text)
+    return gpus
+
+
+USER_ID = re.compile(r"^[0-9]+(:[0-9]+)?$")
+
+
+def container_user(flag: object, config: Mapping[str, object]) -> str | None:
+    """--user-id UID[:GID] (or invoke.yaml container_user), numeric: a name may not exist in the image."""
+    given = flag is not None
+    value = flag if given else config.get("container_user")
+    if value is None:
+        return None
+    if not USER_ID.match(str(value)):
+        where = "--user-id" if given else "invoke.yaml cleanbuild.container_user"
+        raise UsageError(f"{where} {value!r} is not UID or UID:GID. To fix, pass numbers, e.g. --user-id 1000 or "
+                         "--user-id 1000:1000.")
+    return str(value)
 
 
 HOST_BUNDLES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt")
@@ -145,6 +197,20 @@ def ca_bundle(value: object) -> Path | None:
     return Path(text).resolve()
 
 
+def check(inputs: Inputs, config: Mapping[str, object]) -> None:
+    """Every flag-level input checked, without probing the host: what promote and the image tasks run before any
+    engine call (options() checks the same, and resolves the arch)."""
+    if inputs.arch:
+        Arch.parse_list(inputs.arch)
+    load_profile(inputs, config)
+    options(inputs, config, arch=Arch.parse_list(inputs.arch)[0] if inputs.arch else Arch.GFX942)
+
+
+def overrides(inputs: Inputs, config: Mapping[str, object]) -> dict[str, object]:
+    """The profile overrides in force: invoke.yaml's, then --set (which wins)."""
+    return {**dict(config.get("overrides") or {}), **parse_sets(list(inputs.sets))}
+
+
 def options(inputs: Inputs, config: Mapping[str, object], *, arch: Arch | None = None) -> Options:
     chosen = arch or resolve(inputs.arch, host_runner).arch
     ca = ca_bundle(pick(inputs.ca_bundle, config, "ca_bundle"))
@@ -156,8 +222,8 @@ def options(inputs: Inputs, config: Mapping[str, object], *, arch: Arch | None =
         raise UsageError(f"--progress {progress!r} is not one of auto, plain, tty, quiet.")
     if inputs.device not in (None, "cpu", "cuda"):
         raise UsageError(f"--device {inputs.device!r} is not cpu or cuda.")
-    gpus = pick(inputs.gpus, config, "gpus")
-    user = pick(inputs.container_user, config, "container_user")
+    gpus = gpu_list(inputs.gpus, config)
+    user = container_user(inputs.container_user, config)
     cache = str(pick(None, config, "cache"))
     if cache not in ("auto", "inline", "registry", "none"):
         raise UsageError(f"cleanbuild.cache {cache!r} is not one of auto, inline, registry, none.")
@@ -166,8 +232,7 @@ def options(inputs: Inputs, config: Mapping[str, object], *, arch: Arch | None =
         progress=progress, ca_bundle=ca, model=model,
         allow_no_smoke=inputs.allow_no_smoke, user=user_name(inputs.user, config), date=today(),
         registry=registry(config, inputs.registry), run_id=new_run_id(), cache_dir=cache_dir(config), cache=cache,
-        validation_device=inputs.device, gpus=parse_gpus(str(gpus)) if gpus is not None else None,
-        container_user=str(user) if user is not None else None,
+        validation_device=inputs.device, gpus=gpus, container_user=user,
     )
 
 

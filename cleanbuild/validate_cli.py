@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from .boundary import guarded
 from .commands import validate
-from .errors import CleanBuildError
 from .plan import REPO_ROOT
 from .settings import Inputs, site_file
 
@@ -26,15 +26,12 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """argparse's usage errors exit 2 on their own; everything after parsing goes through the one boundary."""
     args, rest = parse(sys.argv[1:] if argv is None else argv)
     inputs = Inputs(arch=args.arch, device=args.device, gpus=args.gpu, container_user=args.user)
-    try:
-        return validate(args.image, inputs, site_file(REPO_ROOT / "invoke.yaml"), rest=tuple(rest), dest=args.json)
-    except CleanBuildError as exc:
-        if args.debug:
-            raise
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
+    return guarded(lambda: validate(args.image, inputs, site_file(REPO_ROOT / "invoke.yaml"), rest=tuple(rest),
+                                    dest=args.json),
+                   debug=args.debug, report=lambda error: print(f"error: {error}", file=sys.stderr))
 
 
 if __name__ == "__main__":
