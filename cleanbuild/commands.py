@@ -108,8 +108,8 @@ def build_clean(inputs: Inputs, config, *, dry_run: bool) -> list[BuildRecord]:
     if dry_run:
         show_plan(inputs, config, as_json=False)
         return []
+    todo = plans(inputs, config)  # every input checked before the engine is contacted
     cli = engine.client()
-    todo = plans(inputs, config)
     if len(todo) > 1:
         wheels_matrix(cli, todo)
     done = []

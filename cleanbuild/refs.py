@@ -19,7 +19,8 @@ _REF_BAD = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|(^|/)\.|\.lock(/|$)
 _SCHEMES = ("https://", "http://", "ssh://", "git://", "file://")
 _SCP = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^\s]+$")  # git@github.com:ROCm/aiter.git
 # Docker's reference grammar, simplified: [host[:port]/]path[:tag][@sha256:hex], lower-case path components.
-_IMAGE = re.compile(r"^(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+# A first component is a registry host only with a '.', a port or as localhost (as Docker decides).
+_IMAGE = re.compile(r"^(?:(?:localhost|[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)+)(?::[0-9]+)?/|[a-zA-Z0-9-]+:[0-9]+/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
                     r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
                     r"(?:@sha256:[0-9a-f]{64})?$")
 _IMAGE_ID = re.compile(r"^(?:sha256:)?[0-9a-f]{12,64}$")
