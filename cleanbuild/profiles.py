@@ -133,6 +133,9 @@ def load(name: str, overrides: Mapping[str, object] | None = None, path: Path | 
 
 def _read_chain(file: Path, name: str, seen: tuple[Path, ...]) -> dict:
     if not file.is_file():
+        if file.parent.resolve() != PROFILE_DIR.resolve():
+            raise UsageError(f"profile file {file} does not exist or is not a file. To fix, pass --profile "
+                             f"{'|'.join(available())} or the path of a .toml profile.")
         raise UsageError(f"profile {name!r} not found. To fix, pass --profile {'|'.join(available())} or a .toml path.")
     if file.resolve() in seen:
         raise UsageError(f"profile {file} inherits itself. To fix, remove the loop of `inherits` entries.")

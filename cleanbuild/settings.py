@@ -15,11 +15,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.version import InvalidVersion, Version
+
 from .arch import Arch, host_runner, resolve
 from .errors import UsageError
 from .gpu import parse_gpus
 from .plan import REPO_ROOT, Options
 from .profiles import Profile, load, parse_sets
+from .refs import git_ref, git_remote, image_ref
 from .tag import today
 
 DEFAULTS: dict[str, object] = {
@@ -110,7 +113,33 @@ class Inputs:
 def load_profile(inputs: Inputs, config: Mapping[str, object]) -> Profile:
     name = str(pick(inputs.profile, config, "profile"))
     path = Path(name) if name.endswith(".toml") else None
-    return load(Path(name).stem if path else name, overrides(inputs, config), path)
+    return checked_profile(load(Path(name).stem if path else name, overrides(inputs, config), path))
+
+
+DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+def checked_profile(profile: Profile) -> Profile:
+    """The values that reach git, the engine and packaging, checked once at the edge (exit 2 naming the key):
+    git repos and refs (cleanbuild.refs), versions (PEP 440), the base image reference and digest."""
+    where = f"(profile {profile.file} or --set)"
+    image_ref(str(profile.base["image"]), f"base.image {where}")
+    digest = profile.base.get("digest")
+    if digest and not DIGEST.match(str(digest)):
+        raise UsageError(f"base.digest {where} {digest!r} is not sha256:<64 hex>. To fix, pin the digest "
+                         "`docker buildx imagetools inspect IMAGE` prints.")
+    for comp in profile.components:
+        if comp.source == "git":
+            git_remote(str(comp.get("repo")), f"components.{comp.name}.repo {where}")
+            git_ref(str(comp.get("ref")), f"components.{comp.name}.ref {where}")
+        version = comp.get("version")
+        if version:
+            try:
+                Version(str(version))
+            except InvalidVersion:
+                raise UsageError(f"components.{comp.name}.version {where} {version!r} is not a version (PEP 440). "
+                                 "To fix, write it as the index lists it, e.g. 2.11.0+rocm7.2.") from None
+    return profile
 
 
 def user_name(flag: str | None, config: Mapping[str, object]) -> str:

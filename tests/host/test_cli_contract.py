@@ -93,6 +93,15 @@ BAD_INPUT = [
     (("pins", "--to", AITER_HEAD), "error: --to only means something with --bump."),
     (("pins", "--dry-run"), "error: --dry-run only means something with --bump."),
     (("lock", "--check", "--upgrade-package", "numpy"), "error: --check writes nothing, so --upgrade-package"),
+    (("plan", "--arch", "gfx942", "--set", f"components.aiter.ref={REF_OPTION}"),
+     "error: components.aiter.ref (profile "),
+    (("pins", "--set", "components.aiter.repo=--upload-pack=touch /tmp/x"), "error: components.aiter.repo (profile "),
+    (("pins", "--set", "components.atom.repo=ext::sh -c touch% /tmp/x"), "error: components.atom.repo (profile "),
+    (("plan", "--arch", "gfx942", "--set", "components.torch.version=2.11.0-not!"),
+     "error: components.torch.version (profile "),
+    (("plan", "--arch", "gfx942", "--set", "base.digest=sha256:abc"), "error: base.digest (profile "),
+    (("plan", "--arch", "gfx942", "--profile", "/no/such/profile.toml"),
+     "error: profile file /no/such/profile.toml does not exist or is not a file."),
 ]
 
 
@@ -156,7 +165,9 @@ def test_an_invalid_version_in_set_is_one_line(capsys, profile_dir, upstream_set
     code, lines = outcome(capsys, "lock", "--profile", str(profile_dir / "offline.toml"), *sets(upstream_sets),
                           "--set", "components.torch.version=not a version")
     assert (code, len(lines)) == (2, 1)
-    assert lines[0].startswith("error: components.torch.version 'not a version' is not a version (PEP 440).")
+    assert lines[0] == (f"error: components.torch.version (profile {profile_dir / 'offline.toml'} or --set) "
+                        "'not a version' is not a version (PEP 440). To fix, write it as the index lists it, e.g. "
+                        "2.11.0+rocm7.2.")
 
 
 def test_validate_cli_checks_the_image_before_the_engine(capsys):
