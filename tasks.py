@@ -113,7 +113,7 @@ def _guard(fn):
                                   report=lambda error: failed.append(f"error: {error}"))
         if failed:
             raise Exit(failed[0], code=result)
-        if result:  # a task's own non-zero exit code (pins, lock, audit): its lines are printed already
+        if isinstance(result, int) and result:  # a task's own non-zero exit code (pins, lock, audit): its lines are printed already
             raise Exit(code=result)
 
     return wrapper

@@ -37,8 +37,12 @@ def _temp_beside(path: Path, data: bytes) -> Path:
             sink.write(data)
             sink.flush()
             os.fsync(sink.fileno())
+    except OSError as exc:  # named after the file the user knows, not the temporary one
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(OSError):
             tmp.unlink()
         raise
     if path.exists():
@@ -47,7 +51,8 @@ def _temp_beside(path: Path, data: bytes) -> Path:
 
 
 def _swap(temps: Mapping[Path, Path]) -> None:
-    done: list[tuple[Path, Path | None]] = []
+    done: list[tuple[Path, Path | None]] = []  # (target, its backup) for every target already replaced
+    backups: list[Path] = []
     try:
         for path, tmp in temps.items():
             backup = None
@@ -56,8 +61,9 @@ def _swap(temps: Mapping[Path, Path]) -> None:
                 with contextlib.suppress(FileNotFoundError):
                     backup.unlink()  # left by a process that was killed
                 os.link(path, backup)
-            done.append((path, backup))
+                backups.append(backup)
             os.replace(tmp, path)
+            done.append((path, backup))
     except BaseException:
         for path, backup in reversed(done):
             if backup is not None:
@@ -66,8 +72,8 @@ def _swap(temps: Mapping[Path, Path]) -> None:
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
         raise
-    for _, backup in done:
-        if backup is not None:
+    finally:
+        for backup in backups:  # a hard link of a file still in place (or already renamed back)
             with contextlib.suppress(FileNotFoundError):
                 backup.unlink()
 

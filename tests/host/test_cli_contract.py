@@ -279,9 +279,8 @@ def test_lock_in_a_read_only_tree_is_exit_3_and_changes_nothing(capsys, profile_
     read_only(profile_dir)
     code, lines = outcome(capsys, "lock", "--profile", str(profile_dir / "offline.toml"), *sets(upstream_sets))
     assert (code, len(lines)) == (3, 1), lines
-    assert lines[0].startswith(f"error: reading or writing {profile_dir}/")
-    assert lines[0].endswith("failed because Read-only file system. To fix, run it from a writable checkout (this "
-                             "file system is mounted read-only).")
+    assert lines[0] == (f"error: reading or writing {profile_dir / 'offline.lock'} failed because Read-only file "
+                        "system. To fix, run it from a writable checkout (this file system is mounted read-only).")
     assert tree_hash(profile_dir) == before
 
 
