@@ -23,6 +23,7 @@ from packaging.specifiers import InvalidSpecifier
 from packaging.version import InvalidVersion
 
 from .errors import CleanBuildError, EnvironmentProblem, Interrupted, UsageError
+from .run import CommandFailed
 
 T = TypeVar("T")
 # errno -> (exit class, what to do); the rest of OSError is "the host cannot" with a generic hint.
@@ -59,6 +60,9 @@ def translate(exc: BaseException) -> CleanBuildError | None:
                           "To fix, restore the file or remake it.")
     if isinstance(exc, tomllib.TOMLDecodeError):
         return UsageError(f"reading TOML failed because it is not valid ({exc}). To fix, correct the file.")
+    if isinstance(exc, CommandFailed):  # a command its caller did not expect to fail: still one line
+        return EnvironmentProblem(f"running {exc} failed. To fix, read the command's own message above (--debug "
+                                  "shows where it was run from).")
     if isinstance(exc, InvalidVersion | InvalidRequirement | InvalidSpecifier):
         return UsageError(f"a version or requirement is not valid ({exc}). To fix, write it as PEP 440/508 says "
                           "(e.g. 2.11.0, name>=1.0).")

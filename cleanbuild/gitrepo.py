@@ -88,7 +88,11 @@ class Repo:
             return
         if not (self.git_dir / "HEAD").exists():
             self.git_dir.parent.mkdir(parents=True, exist_ok=True)
-            run(["git", "init", "-q", "--bare", str(self.git_dir)], capture=True, echo=False)
+            made = run(["git", "init", "-q", "--bare", "--", str(self.git_dir)], check=False, capture=True, echo=False)
+            if made.returncode != 0:
+                raise GitError(f"git init of the cache {self.git_dir} failed because "
+                               f"{(made.stderr.strip().splitlines() or ['no output'])[-1]}. To fix, make "
+                               f"{self.git_dir.parent} writable (pinned URLs are fetched into the checkout's .cache/git).")
         checked = [git_ref(r, "ref") for r in refs]
         specs = [f"+refs/heads/{r}:refs/heads/{r}" if not SHA.match(r) else r for r in checked]
         try:

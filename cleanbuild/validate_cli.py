@@ -19,7 +19,7 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     p.add_argument("--arch", help="gfx942|gfx950 (default: the image's io.atom-build.arch label)")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda", help="cuda needs a ROCm host (/dev/kfd)")
     p.add_argument("--gpu", help="GPU indices, e.g. 0 or 0,1 (default: all)")
-    p.add_argument("--user", help="run the container as UID[:GID]")
+    p.add_argument("--user-id", "--user", dest="user", help="run the container as UID[:GID] (numeric)")
     p.add_argument("--json", type=Path, default=None, help="where to copy the report (default reports/validate-<run>.json)")
     p.add_argument("--debug", action="store_true")
     return p.parse_args(argv[:cut]), argv[cut + 1:]

@@ -23,7 +23,6 @@ import pytest
 import tasks
 from cleanbuild import engine, lock, pins
 from cleanbuild import validate_cli as validate_cli
-from cleanbuild.profiles import PROFILE_DIR
 from patches import cli as patches_cli
 from tests.support.upstream import AITER_HEAD, AITER_PR_HEAD
 
@@ -178,6 +177,25 @@ def test_validate_cli_checks_the_image_before_the_engine(capsys):
 def test_validate_cli_refuses_an_empty_gpu_list(capsys):
     assert validate_cli.main(["--image", "atom-build/clean:x", "--gpu", ","]) == 2
     assert capsys.readouterr().err.startswith("error: --gpu ',' names no GPU.")
+
+
+@pytest.mark.parametrize("flag", ["--user-id", "--user"])
+def test_validate_cli_refuses_a_user_that_is_not_numeric(capsys, flag):
+    assert validate_cli.main(["--image", "atom-build/clean:x", flag, "1:2:3"]) == 2
+    assert capsys.readouterr().err.startswith("error: --user-id '1:2:3' is not UID or UID:GID.")
+
+
+def test_a_command_nobody_expected_to_fail_is_one_line_exit_3(capsys, monkeypatch):
+    from cleanbuild import run
+
+    def failing(*_args, **_kwargs):
+        raise run.CommandFailed(run.Result(("git", "init"), 128, "", "fatal: cannot mkdir: Read-only file system"))
+
+    monkeypatch.setattr(tasks.commands, "arch_info", failing)
+    code, lines = outcome(capsys, "arch", "--arch", "gfx942")
+    assert (code, lines) == (3, ["error: running git init exited 128: fatal: cannot mkdir: Read-only file system "
+                                 "failed. To fix, read the command's own message above (--debug shows where it was "
+                                 "run from)."])
 
 
 # ---- corrupt files: exit 2 naming the file (3 for a corrupt git object: the host cannot read it) ------------------
@@ -445,10 +463,3 @@ def test_nox_validate_leaves_a_wrong_result_to_nox_as_exit_1():
 
     with pytest.raises(nox.command.CommandFailed):
         noxfile._run_keeping_code(FailingSession(1), "python", "-m", "cleanbuild.validate_cli")
-
-
-def test_the_built_in_profiles_are_untouched_by_this_module():
-    """Guards the tests above: every write went to a copy (profile_dir), never to cleanbuild/profiles."""
-    assert {p.name for p in PROFILE_DIR.glob("*.toml")} >= {"default.toml", "offline.toml"}
-    assert subprocess.run(["git", "diff", "--quiet", "--", str(PROFILE_DIR)], cwd=ROOT,  # noqa: S603,S607
-                          check=False).returncode == 0
