@@ -236,13 +236,15 @@ def patch(*, src: str | None, image: str | None, only: tuple[str, ...], check: b
 def _patch_folder(root: Path, only: tuple[str, ...], mode: str) -> None:
     """`python -m patches` on a folder. Its usage errors are ruled out here first, so its exit 2 means drift (a
     wrong result: exit 1 here) and its exit 3 a write the host could not do (exit 3 here)."""
-    from patches.catalog import by_name
+    from patches import cli as patches_cli
 
     if not root.is_dir():
         raise UsageError(f"--src {root} is not a folder. To fix, pass a source checkout or a site-packages folder.")
-    unknown = [n for n in only if n not in by_name()]
-    if unknown:
-        raise UsageError(f"--only {', '.join(unknown)} is not a patch. To fix, use one of: {', '.join(by_name())}.")
+    try:
+        patches_cli.select(list(only), root)  # the patches CLI's own input rules, in-process
+    except patches_cli.UsageError as exc:
+        raise UsageError(f"patch --src {root} --only {' '.join(only) or '-'} refused because {exc}. To fix, pass a "
+                         "folder holding aiter/ or atom/ and patch names from `python -m patches list`.") from None
     argv = [sys.executable, "-m", "patches", mode, "--root", str(root.resolve()), *[x for n in only for x in ("--only", n)]]
     code = run(argv, check=False, cwd=REPO_ROOT).returncode
     if code == 2:

@@ -123,6 +123,9 @@ def checked_profile(profile: Profile) -> Profile:
     """The values that reach git, the engine and packaging, checked once at the edge (exit 2 naming the key):
     git repos and refs (cleanbuild.refs), versions (PEP 440), the base image reference and digest."""
     where = f"(profile {profile.file} or --set)"
+    if not re.match(r"^3\.[0-9]+$", profile.python):
+        raise UsageError(f"python {where} {profile.python!r} is not a Python version like 3.12. To fix, write the "
+                         "base image's Python as MAJOR.MINOR.")
     image_ref(str(profile.base["image"]), f"base.image {where}")
     digest = profile.base.get("digest")
     if digest and not DIGEST.match(str(digest)):
@@ -193,6 +196,7 @@ def gpu_list(flag: object, config: Mapping[str, object]) -> tuple[int, ...] | No
     return gpus
 
 
+BUILDER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 USER_ID = re.compile(r"^[0-9]+(:[0-9]+)?$")
 
 
@@ -223,6 +227,9 @@ def ca_bundle(value: object) -> Path | None:
         return Path(found[0]).resolve() if found else None
     if not Path(text).is_file():
         raise UsageError(f"--ca-bundle {text} is not a file. To fix, pass the PEM bundle your proxy's CA is in (or none).")
+    if b"-----BEGIN CERTIFICATE-----" not in Path(text).read_bytes()[:4 << 20]:
+        raise UsageError(f"--ca-bundle {text} holds no PEM certificate. To fix, pass the PEM bundle your proxy's CA "
+                         "is in (-----BEGIN CERTIFICATE----- blocks), or none.")
     return Path(text).resolve()
 
 
@@ -246,6 +253,11 @@ def options(inputs: Inputs, config: Mapping[str, object], *, arch: Arch | None =
     model = Path(inputs.model).resolve() if inputs.model else None
     if model and not model.is_dir():
         raise UsageError(f"--model {inputs.model} is not a folder. To fix, pass a model folder (config.json and weights).")
+    builder = pick(inputs.builder, config, "builder")
+    if builder is not None and not BUILDER.match(str(builder)):
+        where = source(inputs.builder, config, "builder", "--builder")
+        raise UsageError(f"{where} {builder!r} is not a buildx builder name. To fix, pass a name `docker buildx ls` "
+                         "lists (letters, digits, '_', '.', '-'; not starting with '-').")
     progress = str(pick(inputs.progress, config, "progress"))
     if progress not in ("auto", "plain", "tty", "quiet"):
         raise UsageError(f"--progress {progress!r} is not one of auto, plain, tty, quiet.")
@@ -257,7 +269,7 @@ def options(inputs: Inputs, config: Mapping[str, object], *, arch: Arch | None =
     if cache not in ("auto", "inline", "registry", "none"):
         raise UsageError(f"cleanbuild.cache {cache!r} is not one of auto, inline, registry, none.")
     return Options(
-        arch=chosen, ck_free=inputs.ck_free, builder=pick(inputs.builder, config, "builder"),  # type: ignore[arg-type]
+        arch=chosen, ck_free=inputs.ck_free, builder=builder,  # type: ignore[arg-type]
         progress=progress, ca_bundle=ca, model=model,
         allow_no_smoke=inputs.allow_no_smoke, user=user_name(inputs.user, config), date=today(),
         registry=registry(config, inputs.registry), run_id=new_run_id(), cache_dir=cache_dir(config), cache=cache,

@@ -77,7 +77,8 @@ BAD_INPUT = [
     (("smoke", "--image", "Bad Ref!", "--model", "/"), "error: --image 'Bad Ref!' is not an image reference."),
     (("tag", "--image", "-rf"), "error: --image '-rf' is not an image reference."),
     (("patch", "--image", "UPPER/case:x"), "error: --image 'UPPER/case:x' is not an image reference."),
-    (("patch", "--src", "/", "--only", "no-such-patch"), "error: --only no-such-patch is not a patch."),
+    (("patch", "--src", "/", "--only", "no-such-patch"),
+     "error: patch --src / --only no-such-patch refused because unknown patch no-such-patch"),
     (("promote", "not a ref!"), "error: promote REF 'not a ref!' is not an image reference."),
     (("promote", "registry.example:5000/atom-build/candidate@sha256:abc"),
      "error: promote REF 'registry.example:5000/atom-build/candidate@sha256:abc' is not an image reference."),
@@ -101,6 +102,11 @@ BAD_INPUT = [
     (("plan", "--arch", "gfx942", "--set", "base.digest=sha256:abc"), "error: base.digest (profile "),
     (("plan", "--arch", "gfx942", "--profile", "/no/such/profile.toml"),
      "error: profile file /no/such/profile.toml does not exist or is not a file."),
+    (("plan", "--arch", "gfx942", "--builder", "--x"), "error: --builder '--x' is not a buildx builder name."),
+    (("plan", "--arch", "gfx942", "--ca-bundle", str(ROOT / "README.md")),
+     f"error: --ca-bundle {ROOT / 'README.md'} holds no PEM certificate."),
+    (("plan", "--arch", "gfx942", "--set", "python=3.x"), "error: python (profile "),
+    (("patch", "--src", "/"), "error: patch --src / --only - refused because --root / holds neither aiter/ nor atom/"),
 ]
 
 
