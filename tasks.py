@@ -6,10 +6,12 @@ Tasks stay thin: parse flags, call cleanbuild.commands, print. Failures end in o
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import invoke
@@ -54,15 +56,13 @@ class TaskProgram(Program):
             super().parse_tasks()
 
 
-class _parse_errors:  # noqa: N801 - used as a context manager
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, exc, tb):
-        if isinstance(exc, ParseError):
-            raise Exit(f"error: the command line failed to parse because {exc} To fix, see `invoke --help TASK` "
-                       "or `invoke --list`.", code=2) from None
-        return False
+@contextlib.contextmanager
+def _parse_errors() -> Iterator[None]:
+    try:
+        yield
+    except ParseError as exc:
+        raise Exit(f"error: the command line failed to parse because {exc} To fix, see `invoke --help TASK` "
+                   "or `invoke --list`.", code=2) from None
 
 
 def _adopt_running_program() -> None:
@@ -113,7 +113,7 @@ def _guard(fn):
                                   report=lambda error: failed.append(f"error: {error}"))
         if failed:
             raise Exit(failed[0], code=result)
-        if isinstance(result, int) and result:  # a task's own non-zero exit code (pins, lock, audit): its lines are printed already
+        if isinstance(result, int) and result:  # pins, lock, audit: their own code, their lines printed already
             raise Exit(code=result)
 
     return wrapper
