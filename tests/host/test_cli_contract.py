@@ -399,35 +399,65 @@ def pause(name):
         result = real[name](*args)
         if len([c for c in calls if c == name]) == 1:
             marker.write_text("ready")
-            time.sleep(30)  # SIGINT arrives here
+            sent = marker.with_name("sent")
+            for _ in range(600):  # SIGINT arrives here; a held SIGINT does not end the wait, the parent's note does
+                if sent.exists():
+                    break
+                time.sleep(0.05)
         return result
     return call
 setattr(os, phase, pause(phase))
-tasks.TaskProgram(namespace=tasks.ns).run(["invoke", "lock", *sys.argv[3:]])
+tasks.TaskProgram(namespace=tasks.ns).run(["invoke", *sys.argv[3:]])
 """
 
 
-@pytest.mark.parametrize("phase,changed", [("fsync", False), ("replace", True)],
-                         ids=["while-staging", "between-the-renames"])
+def interrupt(tmp_path, phase: str, task_argv: list[str]) -> tuple[int, str]:
+    """Run `invoke TASK_ARGV` in a child whose first os.<phase> call pauses; SIGINT it there."""
+    marker = tmp_path / "ready"
+    argv = [sys.executable, "-c", SIGINT_CHILD, str(marker), phase, *task_argv]
+    with subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as child:  # noqa: S603
+        deadline = time.monotonic() + 120
+        while not marker.exists() and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        child.send_signal(signal.SIGINT)
+        time.sleep(0.2)  # the signal is handled (held or raised) before the child reads the note
+        (tmp_path / "sent").write_text("sent")
+        _, err = child.communicate(timeout=60)
+    return child.returncode, err
+
+
+PHASES = pytest.mark.parametrize("phase,changed", [("fsync", False), ("replace", True)],
+                                 ids=["while-staging", "between-the-renames"])
+
+
+@PHASES
 def test_ctrl_c_during_the_lock_write_leaves_both_locks_old_or_both_new(tmp_path, profile_dir, upstream_sets, phase,
                                                                         changed):
     """Ctrl-C while the temporary files are written: nothing changed. Ctrl-C between the two renames: held back
     until the pair is complete. Never one new lock beside an old one; exit 130 either way."""
     before = tree_hash(profile_dir)
-    marker = tmp_path / "ready"
-    argv = [sys.executable, "-c", SIGINT_CHILD, str(marker), phase, "--profile", str(profile_dir / "offline.toml"),
-            *sets(upstream_sets)]
-    with subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as child:  # noqa: S603
-        deadline = time.monotonic() + 60
-        while not marker.exists() and child.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        child.send_signal(signal.SIGINT)
-        _, err = child.communicate(timeout=60)
+    code, err = interrupt(tmp_path, phase, ["lock", "--profile", str(profile_dir / "offline.toml"),
+                                            *sets(upstream_sets)])
     after = tree_hash(profile_dir)
-    locks = {name for name in before if name.endswith(".lock") and before[name] != after.get(name)}
-    assert (child.returncode, err.splitlines()[-1]) == (130, "error: interrupted"), err
-    assert locks == ({"offline.lock", "offline.build.lock"} if changed else set())
+    moved = {name for name in before if before[name] != after.get(name)}
+    assert (code, err.splitlines()[-1]) == (130, "error: interrupted"), err
+    assert moved == ({"offline.lock", "offline.build.lock"} if changed else set())
     assert sorted(after) == sorted(before)  # no temporary or backup file left behind
+
+
+@PHASES
+def test_ctrl_c_during_a_bump_leaves_profile_and_locks_old_or_all_new(tmp_path, profile_dir, upstream_sets, phase,
+                                                                      changed):
+    """pins --bump writes the defining profile and the locks of it and its heir as one set (issue 20)."""
+    before = tree_hash(profile_dir)
+    code, err = interrupt(tmp_path, phase, ["pins", "--profile", str(profile_dir / "offline.toml"),
+                                            *sets(upstream_sets), "--bump", "aiter", "--to", AITER_HEAD])
+    after = tree_hash(profile_dir)
+    moved = {name for name in before if before[name] != after.get(name)}
+    every = {"default.toml", "default.lock", "default.build.lock", "offline.lock", "offline.build.lock"}
+    assert (code, err.splitlines()[-1]) == (130, "error: interrupted"), err
+    assert moved == (every if changed else set())
+    assert sorted(after) == sorted(before)
 
 
 # ---- help text: one meaning per flag, no nameless flag ----------------------------------------------------------
