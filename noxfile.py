@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import nox
@@ -43,6 +44,10 @@ def lint(session: nox.Session) -> None:
     session.run("hadolint", *sorted(str(p) for p in Path("docker").glob("Dockerfile.*")))
 
 
+VALIDATE_USAGE = ("Usage: nox -s validate -- --image TAG [--arch X] [--device cpu|cuda] [--gpu N] "
+                  "[-- VALIDATION ARGS]  |  -- --host [ARGS]")
+
+
 @nox.session
 def validate(session: nox.Session) -> None:
     """Run the validation kernels inside a built image (-- --image TAG) or on this host (-- --host ARGS)."""
@@ -50,13 +55,24 @@ def validate(session: nox.Session) -> None:
     if "--host" in args:
         args.remove("--host")
         _install(session, "validation")
-        session.run("python", "-m", "validation", *(args or ["--arch", "auto"]))
+        _run_keeping_code(session, "python", "-m", "validation", *(args or ["--arch", "auto"]))
         return
     if "--image" not in args:
-        session.error("Usage: nox -s validate -- --image TAG [--arch X] [--device cpu|cuda] [--gpu N] [-- VALIDATION ARGS]"
-                      "  |  -- --host [ARGS]")
+        print(f"error: {VALIDATE_USAGE}", file=sys.stderr)
+        raise SystemExit(2)  # bad input, README's exit 2 (session.error would make it 1)
     session.install("-e", ".")
-    session.run("python", "-m", "cleanbuild.validate_cli", *args)
+    _run_keeping_code(session, "python", "-m", "cleanbuild.validate_cli", *args)
+
+
+def _run_keeping_code(session: nox.Session, *argv: str) -> None:
+    """nox turns every failed command into exit 1; README's codes say what failed (1 a wrong result, 2 bad input,
+    3 the host cannot, 4 a build failed, 130 interrupted), so the command's own code leaves nox unchanged."""
+    try:
+        session.run(*argv)
+    except nox.command.CommandFailed as exc:
+        if exc.return_code in (2, 3, 4, 130):
+            raise SystemExit(exc.return_code) from None
+        raise
 
 
 @nox.session(python=False)

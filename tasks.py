@@ -6,14 +6,16 @@ Tasks stay thin: parse flags, call cleanbuild.commands, print. Failures end in o
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import sys
-import traceback
+from collections.abc import Iterator
 from pathlib import Path
 
-from invoke import Collection, Exit, task
+import invoke
+from invoke import Collection, Exit, ParseError, Program
 
 
 def _check_site_files() -> None:
@@ -23,11 +25,11 @@ def _check_site_files() -> None:
     from cleanbuild.settings import site_file
 
     given = [sys.argv[i + 1] for i, a in enumerate(sys.argv[:-1]) if a in ("-f", "--config")]
-    files = [Path(__file__).with_name("invoke.yaml"),
-             *[Path(p) for p in [os.environ.get("INVOKE_RUNTIME_CONFIG"), *given] if p]]
-    for path in files:
+    files = [(Path(__file__).with_name("invoke.yaml"), False),
+             *[(Path(p), True) for p in [os.environ.get("INVOKE_RUNTIME_CONFIG"), *given] if p]]
+    for path, named in files:
         try:
-            site_file(path)
+            site_file(path, given=named)
         except UsageError as exc:
             if "--debug" in sys.argv:
                 raise
@@ -37,9 +39,46 @@ def _check_site_files() -> None:
 
 _check_site_files()
 
-from cleanbuild import commands  # noqa: E402 - after the site-config check above
-from cleanbuild.errors import CleanBuildError  # noqa: E402
+from cleanbuild import boundary, commands, refs  # noqa: E402 - after the site-config check above
 from cleanbuild.settings import Inputs, site_config  # noqa: E402
+
+
+class TaskProgram(Program):
+    """invoke's Program with README's exit codes: its own parse errors (an unknown flag, a flag without its value)
+    are bad input, exit 2 and one line, not invoke's exit 1."""
+
+    def parse_core(self, argv) -> None:
+        with _parse_errors():
+            super().parse_core(argv)
+
+    def parse_tasks(self) -> None:
+        with _parse_errors():
+            super().parse_tasks()
+
+
+@contextlib.contextmanager
+def _parse_errors() -> Iterator[None]:
+    try:
+        yield
+    except ParseError as exc:
+        raise Exit(f"error: the command line failed to parse because {exc} To fix, see `invoke --help TASK` "
+                   "or `invoke --list`.", code=2) from None
+
+
+def _adopt_running_program() -> None:
+    """`invoke` (and `python -m invoke`) run invoke.main's Program, which imports this file before it parses the
+    task flags: from here on that Program follows TaskProgram's exit codes. Core flags parsed before this import
+    (`invoke --nosuch`) keep invoke's own handling."""
+    main = sys.modules.get("invoke.main")
+    running = getattr(main, "program", None)
+    if type(running) is Program:
+        running.__class__ = TaskProgram
+
+
+_adopt_running_program()
+# One meaning per short flag across every task: none are generated (invoke's automatic ones gave -d three
+# meanings and ca_bundle a nameless "--" flag).
+task = functools.partial(invoke.task, auto_shortflags=False)
 
 COMMON_HELP = {
     "arch": "gfx942 or gfx950 (build-clean, plan, wheels, clean also take gfx942,gfx950); detected on the host when omitted",
@@ -64,18 +103,18 @@ def _help(*names: str, **extra: str) -> dict[str, str]:
 
 
 def _guard(fn):
-    """One line and the error's exit code instead of a traceback (unless --debug)."""
+    """The error boundary (cleanbuild.boundary): one line and README's exit code instead of a traceback (unless
+    --debug), for our errors and the OS, JSON, TOML and packaging errors a user can provoke; stdout flushed inside."""
 
     @functools.wraps(fn)
     def wrapper(c, *args, **kwargs):
-        try:
-            return fn(c, *args, **kwargs)
-        except CleanBuildError as exc:
-            if kwargs.get("debug"):
-                traceback.print_exc()
-            raise Exit(f"error: {exc}", code=exc.exit_code) from None
-        except KeyboardInterrupt:
-            raise Exit("interrupted", code=130) from None
+        failed: list[str] = []
+        result = boundary.guarded(lambda: fn(c, *args, **kwargs), debug=bool(kwargs.get("debug")),
+                                  report=lambda error: failed.append(f"error: {error}"))
+        if failed:
+            raise Exit(failed[0], code=result)
+        if isinstance(result, int) and result:  # pins, lock, audit: their own code, their lines printed already
+            raise Exit(code=result)
 
     return wrapper
 
@@ -208,9 +247,9 @@ def report(c, tag, debug=False):
 @_guard
 def pins(c, profile=None, set=None, json_=False, bump=None, to=None, dry_run=False, debug=False):  # noqa: A002
     """Check every pin against its repository or index (exit 1 wrong, 3 unreachable); --bump moves one."""
-    code = commands.pins(_inputs(profile=profile, set=set), _conf(c), as_json=json_, bump=bump, to=to, dry_run=dry_run)
-    if code:
-        raise Exit(code=code)
+    code = commands.pins(_inputs(profile=profile, set=set), _conf(c), as_json=json_, bump=bump, to=to,
+                         dry_run=dry_run)
+    return code
 
 
 @task(iterable=["set", "upgrade_package"], help=_help(
@@ -220,8 +259,7 @@ def pins(c, profile=None, set=None, json_=False, bump=None, to=None, dry_run=Fal
 def lock(c, profile=None, set=None, upgrade_package=None, check=False, debug=False):  # noqa: A002
     """(Re)make the profile's locked closure (uv pip compile --generate-hashes) from the pinned sources."""
     code = commands.lock(_inputs(profile=profile, set=set), _conf(c), upgrade=tuple(upgrade_package or ()), check=check)
-    if code:
-        raise Exit(code=code)
+    return code
 
 
 @task(iterable=["tp"], help={
@@ -238,11 +276,11 @@ def audit(c, image, arch=None, model=None, tp=None, json_=False, report=None, de
     """Check an existing image for every known pitfall, without rebuilding it (exit 1 when one is PRESENT)."""
     from cleanbuild import audit as auditing
 
+    refs.image_ref(image, "audit IMAGE")  # before any engine call
     result = auditing.audit(image, arch=arch, model=model, tp=tuple(tp or (1,)),
                             report_dir=Path(report) if report else None, device=device)
     auditing.render(result, as_json=json_)
-    if result.exit_code:
-        raise Exit(code=result.exit_code)
+    return result.exit_code
 
 
 ns = Collection(arch, plan, wheels, clean, patch, smoke, tag, build_clean, promote, report, pins, lock, audit)

@@ -10,13 +10,14 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from . import buildx, engine, metadata, pipeline, report, steps
+from . import buildx, engine, metadata, pipeline, report, settings, steps
 from .arch import Arch, host_runner, resolve
 from .components import changed
 from .console import console, key_values, steps_table, units_table
-from .errors import CleanBuildError, StepFailed, UsageError
+from .errors import CleanBuildError, EnvironmentProblem, StepFailed, UsageError
 from .plan import REPO_ROOT, Plan, build_spec, commands, make_plan
 from .record import BuildRecord
+from .refs import image_ref
 from .run import quote, run
 from .settings import Inputs, load_profile, options
 
@@ -131,8 +132,8 @@ def build_clean(inputs: Inputs, config, *, dry_run: bool) -> list[BuildRecord]:
     if dry_run:
         show_plan(inputs, config, as_json=False)
         return []
+    todo = plans(inputs, config)  # every input checked before the engine is contacted
     cli = engine.client()
-    todo = plans(inputs, config)
     if len(todo) > 1:
         wheels_matrix(cli, todo)
     done = []
@@ -168,8 +169,15 @@ def image_plan(image: str, inputs: Inputs, config, cli) -> tuple[Plan, BuildReco
     return plan, pipeline.new_record(plan, candidate_id=image_id, candidate_ref=image)
 
 
+def _checked(image: str, what: str, inputs: Inputs, config) -> None:
+    """Every input of a task on an existing image, checked before the engine is contacted (exit 2)."""
+    image_ref(image, what)
+    settings.check(inputs, config)
+
+
 def validate(image: str, inputs: Inputs, config, *, rest: tuple[str, ...], dest: Path | None) -> int:
     """`nox -s validate -- --image TAG`: the validate step of build-clean, on any image; the report copied out."""
+    _checked(image, "--image", inputs, config)
     cli = engine.client()
     plan, rec = image_plan(image, inputs, config, cli)
     if rest:
@@ -191,6 +199,7 @@ def validate(image: str, inputs: Inputs, config, *, rest: tuple[str, ...], dest:
 
 
 def smoke(image: str, inputs: Inputs, config) -> None:
+    _checked(image, "--image", inputs, config)
     cli = engine.client()
     plan, rec = image_plan(image, inputs, config, cli)
     rec = pipeline.run(plan, cli, ("preflight", "smoke"), rec, failed_report=False)
@@ -199,6 +208,7 @@ def smoke(image: str, inputs: Inputs, config) -> None:
 
 
 def tag(image: str, inputs: Inputs, config, *, dry_run: bool) -> None:
+    _checked(image, "--image", inputs, config)
     cli = engine.client()
     plan, rec = image_plan(image, replace(inputs, allow_no_smoke=True), config, cli)
     if dry_run:
@@ -217,6 +227,7 @@ def patch(*, src: str | None, image: str | None, only: tuple[str, ...], check: b
         raise UsageError("give exactly one of --src DIR or --image TAG.")
     if src:
         return _patch_folder(Path(src), only, "check" if check or dry_run else "apply")
+    _checked(image, "--image", inputs, config)
     cli = engine.client()
     plan, rec = image_plan(image, inputs, config, cli)
     target = f"{image}-patched" if ":" in image.rsplit("/", 1)[-1] else f"{image}:patched"
@@ -230,14 +241,29 @@ def patch(*, src: str | None, image: str | None, only: tuple[str, ...], check: b
 
 
 def _patch_folder(root: Path, only: tuple[str, ...], mode: str) -> None:
-    if not root.is_dir():  # bad input (exit 2), not the patches CLI's exit 2 for drift below
+    """`python -m patches` on a folder. Its usage errors are ruled out here first, so its exit 2 means drift (a
+    wrong result: exit 1 here) and its exit 3 a write the host could not do (exit 3 here)."""
+    from patches import cli as patches_cli
+
+    if not root.is_dir():
         raise UsageError(f"--src {root} is not a folder. To fix, pass a source checkout or a site-packages folder.")
+    try:
+        patches_cli.select(list(only), root)  # the patches CLI's own input rules, in-process
+    except patches_cli.UsageError as exc:
+        raise UsageError(f"patch --src {root} --only {' '.join(only) or '-'} refused because {exc}. To fix, pass a "
+                         "folder holding aiter/ or atom/ and patch names from `python -m patches list`.") from None
     argv = [sys.executable, "-m", "patches", mode, "--root", str(root.resolve()), *[x for n in only for x in ("--only", n)]]
     code = run(argv, check=False, cwd=REPO_ROOT).returncode
     if code == 2:
-        raise StepFailed(f"patches {mode} found drift or could not write under {root} (see above); nothing was written.")
+        raise StepFailed(f"patches {mode} failed because a patch drifted under {root} (see above); nothing was "
+                         "written. To fix, update the patch or the pin.")
+    if code == 3:
+        raise EnvironmentProblem(f"patches {mode} failed because it could not write under {root} (see above); "
+                                 "nothing was changed. To fix, make the folder writable and give it disk space.")
     if code == 1:
         raise StepFailed(f"patches check: something under {root} would change (see above).")
+    if code == 130:
+        raise KeyboardInterrupt
     if code:
         raise StepFailed(f"patches {mode} exited {code}.")
 
@@ -245,6 +271,7 @@ def _patch_folder(root: Path, only: tuple[str, ...], mode: str) -> None:
 def promote(ref: str, inputs: Inputs, config) -> BuildRecord:
     """On a GPU node: pull by digest, validate and smoke-test that image here, then tag and push the release (by
     digest: what was validated is what is tagged) and the report. A node of another arch refuses (exit 2)."""
+    _checked(ref, "promote REF", inputs, config)  # a malformed reference or flag: exit 2 before any pull
     cli = engine.client()
     image_id = engine.pull(cli, ref)
     if image_id is None:
@@ -281,9 +308,12 @@ def print_report(ref: str) -> None:
 def pins(inputs: Inputs, config, *, as_json: bool, bump: str | None, to: str | None, dry_run: bool) -> int:
     from . import pins as pinning
 
+    if not bump and (to is not None or dry_run):
+        flag = "--to" if to is not None else "--dry-run"
+        raise UsageError(f"{flag} only means something with --bump. To fix, add --bump COMPONENT (or drop {flag}).")
     profile = load_profile(inputs, config)
     if bump:
-        result = pinning.bump(profile, bump, to, dry_run=dry_run, reload=lambda: load_profile(inputs, config))
+        result = pinning.bump(profile, bump, to, dry_run=dry_run, relock=settings.overrides(inputs, config))
         if as_json:
             print(json.dumps(result.__dict__, indent=2))
         else:
@@ -317,6 +347,8 @@ def pins(inputs: Inputs, config, *, as_json: bool, bump: str | None, to: str | N
 def lock(inputs: Inputs, config, *, upgrade: tuple[str, ...], check: bool) -> int:
     from . import lock as locking
 
+    if check and upgrade:
+        raise UsageError("--check writes nothing, so --upgrade-package has no effect with it. To fix, drop one.")
     profile = load_profile(inputs, config)
     if check:
         problems = locking.check(profile)

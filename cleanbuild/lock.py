@@ -26,8 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.version import Version
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
+from .atomic import replace_all
 from .errors import EnvironmentProblem, StepFailed, UsageError
 from .gitrepo import Repo
 from .profiles import Profile
@@ -88,7 +90,7 @@ def _read(repo: object, ref: str, path: str) -> bytes:
 
 def aiter_requirements(setup_py: bytes, ref: str = "") -> list[str]:
     """The full build's install_requires of aiter's setup.py, FLYDSL_VERSION substituted."""
-    tree = ast.parse(setup_py)
+    tree = _parse(setup_py, ref)
     consts = {t.id: n.value.value for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
               for t in n.targets if isinstance(t, ast.Name) and isinstance(n.value.value, str)}
     lists = [node.value for node in ast.walk(tree) if isinstance(node, ast.Assign) and isinstance(node.value, ast.List)
@@ -105,10 +107,18 @@ def aiter_requirements(setup_py: bytes, ref: str = "") -> list[str]:
     return out
 
 
+def _parse(source: bytes, ref: str = "") -> ast.Module:
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError) as exc:
+        raise UsageError(f"aiter setup.py @ {ref[:12] or 'the pin'} is not Python this host can read ({exc}). "
+                         "To fix, check the aiter pin (`invoke pins`).") from None
+
+
 def string_list(source: bytes, name: str) -> list[str]:
     """The strings of a module's `name = [...]` assignments (aiter's setup_requires: what setuptools would fetch)."""
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(_parse(source)):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.List) and any(
                 isinstance(t, ast.Name) and t.id == name for t in node.targets):
             found += [_canonical(e.value) for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
@@ -116,12 +126,16 @@ def string_list(source: bytes, name: str) -> list[str]:
 
 
 def atom_build_requires(pyproject: bytes) -> list[str]:
-    return [_canonical(r) for r in tomllib.loads(pyproject.decode()).get("build-system", {}).get("requires", [])]
+    try:
+        data = tomllib.loads(pyproject.decode(errors="replace"))
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"ATOM pyproject.toml is not valid TOML ({exc}). To fix, check the ATOM pin (`invoke pins`).") from None
+    return [_canonical(r) for r in data.get("build-system", {}).get("requires", [])]
 
 
 def atom_requirements(pyproject: bytes, ref: str = "") -> list[str]:
     try:
-        deps = tomllib.loads(pyproject.decode())["project"]["dependencies"]
+        deps = tomllib.loads(pyproject.decode(errors="replace"))["project"]["dependencies"]
     except (tomllib.TOMLDecodeError, KeyError) as exc:
         raise UsageError(f"ATOM pyproject.toml @ {ref[:12]} has no [project].dependencies ({exc}). To fix, update cleanbuild/lock.py.") from None
     return [_canonical(d) for d in deps]
@@ -133,7 +147,11 @@ def torch_requirements(profile: Profile) -> list[str]:
     for name in COMPONENT_PACKAGES:
         version = str(profile.component(name).get("version") or "")
         if version:
-            out.append(f"{name}=={Version(version).public}")
+            try:
+                out.append(f"{name}=={Version(version).public}")
+            except InvalidVersion:
+                raise UsageError(f"components.{name}.version {version!r} is not a version (PEP 440). To fix, "
+                                 f"correct it in {profile.file} or in --set.") from None
     return out
 
 
@@ -177,7 +195,7 @@ def _uv_compile(inp: Inputs, work: Path, name: str, reqs: list[str], excludes: P
     req, out = work / f"{name}.in", work / f"{name}.txt"
     req.write_text("\n".join(reqs) + "\n")
     if previous is not None and previous.is_file():
-        out.write_text(previous.read_text())  # uv keeps what the old lock pins unless told to upgrade
+        out.write_text(_text(previous))  # uv keeps what the old lock pins unless told to upgrade
     # Relative names, run in the work folder: the lock's "# via -r runtime.in" comments stay the same every time.
     argv = ["pip", "compile", req.name, "-o", out.name, "--python-version", inp.python, "--python-platform",
             inp.platform, "--generate-hashes", "--no-header", "--quiet", "--annotation-style", "line"]
@@ -204,13 +222,29 @@ def _uv(args: list[str], cwd: Path | None = None) -> str:
         raise StepFailed(f"uv could not resolve the closure: {exc}. To fix, read uv's message; a pin may ask for a version PyPI lacks.") from None
 
 
+def _text(path: Path) -> str:
+    """A lock file's text; a binary or undecodable file is bad input naming the file (exit 2)."""
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"{path} is not a text lock file (not UTF-8). To fix, restore it from git or remake it "
+                         "with `invoke lock`.") from None
+
+
 def read_header(path: Path) -> dict | None:
     if not path.is_file():
         return None
-    first = path.read_text().splitlines()[:1]
+    first = _text(path).splitlines()[:1]
     if not first or not first[0].startswith(HEADER):
         return None
-    return json.loads(first[0][len(HEADER):])
+    try:
+        header = json.loads(first[0][len(HEADER):])
+    except ValueError:
+        header = None
+    if not isinstance(header, dict):
+        raise UsageError(f"{path}: its atom-build-lock header is not a JSON object. To fix, restore it from git or "
+                         "remake it with `invoke lock`.")
+    return header
 
 
 def check(profile: Profile) -> list[str]:
@@ -227,14 +261,34 @@ def check(profile: Profile) -> list[str]:
     return problems
 
 
-def write(profile: Profile, *, upgrade: tuple[str, ...] = ()) -> tuple[Path, Path]:
+def render(profile: Profile, *, upgrade: tuple[str, ...] = ()) -> dict[Path, str]:
+    """Both lock files' new texts (runtime first), written nowhere: callers write them with replace_all."""
     runtime, build = lock_paths(profile)
+    check_upgrades(profile, upgrade)
     text, build_text = compile_lock(inputs(profile), upgrade=upgrade, previous=runtime if runtime.is_file() else None)
-    for path, data in ((runtime, text), (build, build_text)):
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(data)
-        tmp.replace(path)
+    return {runtime: text, build: build_text}
+
+
+def write(profile: Profile, *, upgrade: tuple[str, ...] = ()) -> tuple[Path, Path]:
+    """Remake both locks; the pair is replaced together or not at all (cleanbuild.atomic)."""
+    files = render(profile, upgrade=upgrade)
+    replace_all(files)
+    runtime, build = files
     return runtime, build
+
+
+def check_upgrades(profile: Profile, upgrade: tuple[str, ...]) -> None:
+    """--upgrade-package NAME must name a package the lock holds: anything else would be silently ignored."""
+    if not upgrade:
+        return
+    held: set[str] = set()
+    for path in lock_paths(profile):
+        if path.is_file():
+            held |= {canonicalize_name(n) for n in packages(path)}
+    unknown = [name for name in upgrade if canonicalize_name(name) not in held]
+    if unknown:
+        raise UsageError(f"--upgrade-package {', '.join(unknown)}: the locks of {profile.name} hold no such package. "
+                         "To fix, name a package listed in its .lock or .build.lock file.")
 
 
 def digest(profile: Profile) -> str:
@@ -252,7 +306,7 @@ def digest(profile: Profile) -> str:
 def packages(path: Path) -> dict[str, str]:
     """name -> version of every pinned line of a lock file."""
     out = {}
-    for line in path.read_text().splitlines():
+    for line in _text(path).splitlines():
         m = re.match(r"^([A-Za-z0-9_.\-]+)==([^\s;\\]+)", line)
         if m:
             out[m.group(1).lower()] = m.group(2)

@@ -20,15 +20,18 @@ import sys
 import tempfile
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import lock
+from .atomic import replace_all
 from .errors import CleanBuildError, StepFailed, UsageError
-from .gitrepo import SHA, Repo
+from .gitrepo import Repo
 from .imports import Tree, unresolved
-from .profiles import Profile
+from .profiles import PROFILE_DIR, Profile, load
 from .profiles import _sibling as parent_file
+from .refs import SHA, git_ref
 
 PATCH_TARGETS = ("aiter/tuned_gemm.py", "aiter/jit/core.py", "atom/model_ops/linear.py", "atom/utils/envs.py")
 FLYDSL = re.compile(r"""^FLYDSL_VERSION\s*=\s*["']flydsl==([^"']+)["']""", re.MULTILINE)
@@ -124,7 +127,7 @@ def pair(aiter: Repo, aiter_ref: str, atom: Repo, atom_ref: str) -> Row:
 
 
 def _tree(repo: Repo, ref: str) -> Tree:
-    return Tree(repo.git("ls-tree", "-r", "--name-only", ref).split(), lambda path: repo.show(ref, path))
+    return Tree(repo.git("ls-tree", "-r", "--name-only", "--end-of-options", git_ref(ref, "ref")).split(), lambda path: repo.show(ref, path))
 
 
 def flydsl(profile: Profile, aiter: Repo) -> Row:
@@ -215,13 +218,17 @@ class Bump:
     written: bool
 
 
-def bump(profile: Profile, component: str, to: str | None, *, dry_run: bool, reload=None) -> Bump:
-    """reload() -> the profile again (same overrides) after the file changed: its lock, and the locks of the
-    profiles that inherit the changed file, are remade from it; None leaves the locks alone."""
+def bump(profile: Profile, component: str, to: str | None, *, dry_run: bool,
+         relock: Mapping[str, object] | None = None) -> Bump:
+    """Move one git pin when every patch still holds on the candidate. relock: the overrides (--set, invoke.yaml)
+    the affected profiles are loaded with to remake their locks (None leaves the locks alone). The profile file
+    and every lock it feeds are written as one change (cleanbuild.atomic), or nothing is."""
     comp = profile.component(component)
     if comp.source != "git":
         raise UsageError(f"components.{component} is not a git pin. To fix, bump one of: "
                          f"{', '.join(c.name for c in profile.components if c.source == 'git')}.")
+    if to is not None:
+        git_ref(to, "--to")
     repo = Repo(str(comp.get("repo")))
     heads = repo.heads()
     branch = str(comp.get("branch") or _default_branch(heads))
@@ -230,17 +237,27 @@ def bump(profile: Profile, component: str, to: str | None, *, dry_run: bool, rel
         raise UsageError(f"{repo.url} has no branch {branch}. To fix, pass --to SHA.")
     repo.fetch(branch, *([target] if SHA.match(target) else []))
     new = repo.commit(target)
+    landed = git_pin(component, repo, new.sha, branch)  # the rule `invoke pins` checks, word for word
+    if landed.status != "ok":
+        raise UsageError(f"pins --bump {component} refused: {landed.detail}")
     outcomes, drift = patch_check(repo, new.sha)
-    file = _defining_file(profile, component)
+    file = _target_file(profile, component)
     text = file.read_text()
-    updated = rewrite_ref(text, component, str(comp.get("ref")), new.sha,
-                          f"pins --bump {dt.date.today().isoformat()}: {new.sha[:12]} ({repo.describe(new.sha) or '-'}, "
-                          f"{new.date[:10]}) on {branch}; patches: {', '.join(f'{k}={v}' for k, v in outcomes.items())}")
+    note = (f"pins --bump {dt.date.today().isoformat()}: {new.sha[:12]} ({repo.describe(new.sha) or '-'}, "
+            f"{new.date[:10]}) on {branch}; patches: {', '.join(f'{k}={v}' for k, v in outcomes.items())}")
+    old = str(comp.get("ref"))
+    updated = rewrite_ref(text, component, old, new.sha, note) if file == _defining_file(profile, component) \
+        else add_ref(text, component, new.sha, note)
     diff = "".join(difflib.unified_diff(text.splitlines(True), updated.splitlines(True), str(file), str(file)))
-    result = Bump(component, str(comp.get("ref")), new.sha, repo.describe(new.sha), new.date, outcomes, drift, diff, False)
+    result = Bump(component, old, new.sha, repo.describe(new.sha), new.date, outcomes, drift, diff, False)
     if drift or dry_run or updated == text:
         return result
-    _write_with_locks(file, text, updated, reload)
+    files: dict[Path, str] = {file: updated}
+    if relock is not None:
+        for path in affected(file, profile.file, component):
+            pinned = {**relock, f"components.{component}.ref": new.sha}
+            files.update(lock.render(load(path.stem, pinned, path)))
+    replace_all(files)
     result.written = True
     return result
 
@@ -265,16 +282,70 @@ def patch_check(repo: Repo, sha: str) -> tuple[dict[str, str], list[str]]:
 
 def _defining_file(profile: Profile, component: str) -> Path:
     """The profile file (of the inheritance chain) whose [components.<name>] table sets `ref`."""
-    file = profile.file
-    while True:
-        text = file.read_text()
-        # The table's lines up to the next table header (a '[' inside a comment or a value is not one).
-        if re.search(rf"^\[components\.{component}\]\n(?:(?!^\[).)*?^ref\s*=", text, re.MULTILINE | re.DOTALL):
+    for file in _chain(profile.file):
+        if _sets_ref(file.read_text(), component):
             return file
-        parent = re.search(r'^inherits\s*=\s*"([^"]+)"', text, re.MULTILINE)
+    raise UsageError(f"no profile file in {profile.file}'s chain pins components.{component}.ref. To fix, add "
+                     f"ref = \"SHA\" under [components.{component}].")
+
+
+def _target_file(profile: Profile, component: str) -> Path:
+    """Where the new ref is written: the defining file, unless that is a built-in profile and the profile given is
+    a file elsewhere; then the given file gets its own ref (a user's profile never edits the repository's)."""
+    file = _defining_file(profile, component)
+    if _builtin(file) and not _builtin(profile.file):
+        return profile.file
+    return file
+
+
+def _builtin(file: Path) -> bool:
+    return file.resolve().parent == PROFILE_DIR.resolve()
+
+
+def _sets_ref(text: str, component: str) -> bool:
+    # The table's lines up to the next table header (a '[' inside a comment or a value is not one).
+    return bool(re.search(rf"^\[components\.{component}\]\n(?:(?!^\[).)*?^ref\s*=", text, re.MULTILINE | re.DOTALL))
+
+
+def _chain(file: Path) -> list[Path]:
+    """file, its parent, its grandparent ... by the rule profiles.load follows (beside it, else a built-in)."""
+    out = [file]
+    while True:
+        parent = re.search(r'^inherits\s*=\s*"([^"]+)"', out[-1].read_text(), re.MULTILINE)
         if not parent:
-            raise UsageError(f"no profile file in {profile.file}'s chain pins components.{component}.ref.")
-        file = parent_file(file, parent.group(1))  # the rule profiles.load follows: beside it, else a built-in
+            return out
+        nxt = parent_file(out[-1], parent.group(1))
+        if not nxt.is_file() or nxt.resolve() in {f.resolve() for f in out}:
+            return out
+        out.append(nxt)
+
+
+def affected(file: Path, given: Path, component: str) -> list[Path]:
+    """The profiles whose pin moves when `file`'s ref does: file itself, the profile given, and every profile
+    beside either that inherits file and does not set the ref itself."""
+    candidates = dict.fromkeys(p.resolve() for p in [file, given, *sorted(file.parent.glob("*.toml")),
+                                                     *sorted(given.parent.glob("*.toml"))])
+    out = []
+    for path in candidates:
+        try:
+            chain = [f.resolve() for f in _chain(path)]
+        except (OSError, UnicodeDecodeError):
+            continue  # not a profile this bump can read: it cannot inherit the file either
+        if file.resolve() not in chain:
+            continue
+        below = chain[: chain.index(file.resolve())]
+        if not any(_sets_ref(f.read_text(), component) for f in below):
+            out.append(path)
+    return out
+
+
+def add_ref(text: str, component: str, new: str, note: str) -> str:
+    """A `ref = "new"` line (with its note) in the component's table, the table appended when the file lacks it."""
+    header = f"[components.{component}]\n"
+    line = f'# {note}\nref = "{new}"\n'
+    if header in text:
+        return text.replace(header, header + line, 1)
+    return text + ("" if text.endswith("\n") or not text else "\n") + "\n" + header + line
 
 
 def rewrite_ref(text: str, component: str, old: str, new: str, note: str) -> str:
@@ -288,30 +359,3 @@ def rewrite_ref(text: str, component: str, old: str, new: str, note: str) -> str
         raise UsageError(f"components.{component}.ref is not written as ref = \"{old}\"; edit it by hand.")
     body = body.replace(f'ref = "{old}"', f'# {note}\nref = "{new}"', 1)
     return text[: section.start(1)] + body + text[section.end(1):]
-
-
-def _write_with_locks(file: Path, old: str, new: str, reload) -> None:
-    """The profile and the locks it feeds change together, or none of them does."""
-    from .profiles import load
-
-    file.write_text(new)
-    saved: dict[Path, bytes] = {}
-    try:
-        if reload is not None:
-            profiles = [reload(), *(load(p.stem, path=p) for p in sorted(file.parent.glob("*.toml"))
-                                    if p != file and _inherits(p, file))]
-            for prof in profiles:
-                for path in lock.lock_paths(prof):
-                    if path.is_file():
-                        saved.setdefault(path, path.read_bytes())
-                lock.write(prof)
-    except BaseException:
-        file.write_text(old)
-        for path, data in saved.items():
-            path.write_bytes(data)
-        raise
-
-
-def _inherits(child: Path, parent: Path) -> bool:
-    m = re.search(r'^inherits\s*=\s*"([^"]+)"', child.read_text(), re.MULTILINE)
-    return bool(m) and parent_file(child, m.group(1)).resolve() == parent.resolve()

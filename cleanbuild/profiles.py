@@ -133,17 +133,25 @@ def load(name: str, overrides: Mapping[str, object] | None = None, path: Path | 
 
 def _read_chain(file: Path, name: str, seen: tuple[Path, ...]) -> dict:
     if not file.is_file():
+        if file.parent.resolve() != PROFILE_DIR.resolve():
+            raise UsageError(f"profile file {file} does not exist or is not a file. To fix, pass --profile "
+                             f"{'|'.join(available())} or the path of a .toml profile.")
         raise UsageError(f"profile {name!r} not found. To fix, pass --profile {'|'.join(available())} or a .toml path.")
     if file.resolve() in seen:
         raise UsageError(f"profile {file} inherits itself. To fix, remove the loop of `inherits` entries.")
     try:
         data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"profile {file} cannot be read ({exc.strerror}). To fix, make it readable.") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"profile {file} is not valid TOML ({exc}). To fix, correct the file.") from None
     check(data, SCHEMA, file, "")
     parent = data.get("inherits")
     if not parent:
         return data
+    if not _sibling(file, str(parent)).is_file():
+        raise UsageError(f"profile {file} inherits {str(parent)!r}, which is neither a file beside it nor a built-in "
+                         f"profile ({', '.join(available())}). To fix, correct its `inherits` line.")
     base = _read_chain(_sibling(file, str(parent)), str(parent), (*seen, file.resolve()))
     return merge(base, data)
 

@@ -58,12 +58,24 @@ def which(name: str) -> str | None:
 
 
 def require(name: str) -> str:
-    """Resolve a binary or fail with what to install."""
-    path = shutil.which(name)
+    """Resolve a binary or fail with what to install. A tool installed into this Python's environment (uv from
+    `pip install -e .`) is found beside sys.executable even when that environment is not activated."""
+    path = shutil.which(name) or _beside_python(name)
     if path is None:
         hint = INSTALL_HINTS.get(name, f"install {name}")
         raise EnvironmentProblem(f"'{name}' was not found on PATH. To fix, {hint}.")
     return path
+
+
+def _beside_python(name: str) -> str | None:
+    if name == "uv":
+        try:
+            from uv import find_uv_bin
+
+            return find_uv_bin()
+        except (ImportError, FileNotFoundError):
+            pass
+    return shutil.which(name, path=str(Path(sys.executable).parent))
 
 
 def _argv(argv: Sequence[str | os.PathLike[str]]) -> list[str]:

@@ -15,11 +15,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.version import InvalidVersion, Version
+
 from .arch import Arch, host_runner, resolve
 from .errors import UsageError
 from .gpu import parse_gpus
 from .plan import REPO_ROOT, Options
 from .profiles import Profile, load, parse_sets
+from .refs import git_ref, git_remote, image_ref
 from .tag import today
 
 DEFAULTS: dict[str, object] = {
@@ -52,14 +55,22 @@ def site_config(raw: object) -> dict[str, object]:
     return out
 
 
-def site_file(path: Path) -> dict[str, object]:
-    """The checked `cleanbuild:` section of an invoke.yaml (what tasks.py and `nox -s validate` read)."""
+def site_file(path: Path, *, given: bool = False) -> dict[str, object]:
+    """The checked `cleanbuild:` section of an invoke.yaml (what tasks.py and `nox -s validate` read). given: the
+    user named this file (-f, INVOKE_RUNTIME_CONFIG), so a missing file or a folder is bad input, not "no config"."""
     from invoke.vendor import yaml
 
+    if path.is_dir() or (given and not path.exists()):
+        what = "a folder" if path.is_dir() else "missing"
+        raise UsageError(f"the site config {path} is {what}, not a YAML file. To fix, name an invoke.yaml file "
+                         "(-f FILE or INVOKE_RUNTIME_CONFIG=FILE) or unset it.")
     if not path.is_file():
         return {}
     try:
         data = yaml.safe_load(path.read_bytes().decode("utf-8"))
+    except OSError as exc:
+        raise UsageError(f"the site config {path} cannot be read ({exc.strerror}). To fix, make it readable or "
+                         "remove it.") from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path} is not a valid site config ({str(exc).replace(chr(10), ' ')[:300]}). To fix, correct it or remove it.") from None
     try:
@@ -101,9 +112,37 @@ class Inputs:
 
 def load_profile(inputs: Inputs, config: Mapping[str, object]) -> Profile:
     name = str(pick(inputs.profile, config, "profile"))
-    overrides = {**dict(config.get("overrides") or {}), **parse_sets(list(inputs.sets))}
     path = Path(name) if name.endswith(".toml") else None
-    return load(Path(name).stem if path else name, overrides, path)
+    return checked_profile(load(Path(name).stem if path else name, overrides(inputs, config), path))
+
+
+DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+def checked_profile(profile: Profile) -> Profile:
+    """The values that reach git, the engine and packaging, checked once at the edge (exit 2 naming the key):
+    git repos and refs (cleanbuild.refs), versions (PEP 440), the base image reference and digest."""
+    where = f"(profile {profile.file} or --set)"
+    if not re.match(r"^3\.[0-9]+$", profile.python):
+        raise UsageError(f"python {where} {profile.python!r} is not a Python version like 3.12. To fix, write the "
+                         "base image's Python as MAJOR.MINOR.")
+    image_ref(str(profile.base["image"]), f"base.image {where}")
+    digest = profile.base.get("digest")
+    if digest and not DIGEST.match(str(digest)):
+        raise UsageError(f"base.digest {where} {digest!r} is not sha256:<64 hex>. To fix, pin the digest "
+                         "`docker buildx imagetools inspect IMAGE` prints.")
+    for comp in profile.components:
+        if comp.source == "git":
+            git_remote(str(comp.get("repo")), f"components.{comp.name}.repo {where}")
+            git_ref(str(comp.get("ref")), f"components.{comp.name}.ref {where}")
+        version = comp.get("version")
+        if version:
+            try:
+                Version(str(version))
+            except InvalidVersion:
+                raise UsageError(f"components.{comp.name}.version {where} {version!r} is not a version (PEP 440). "
+                                 "To fix, write it as the index lists it, e.g. 2.11.0+rocm7.2.") from None
+    return profile
 
 
 def user_name(flag: str | None, config: Mapping[str, object]) -> str:
@@ -121,11 +160,57 @@ def cache_dir(config: Mapping[str, object]) -> Path:
     return Path(str(value)).resolve() if value else REPO_ROOT / ".cache"
 
 
+def source(flag: object, config: Mapping[str, object], key: str, flag_name: str) -> str:
+    """Where a value came from, for messages: the flag, the invoke.yaml key, or the built-in default."""
+    if flag not in (None, ""):
+        return flag_name
+    if config.get(key) not in (None, ""):
+        return f"invoke.yaml cleanbuild.{key}"
+    return f"the default {key}"
+
+
 def registry(config: Mapping[str, object], flag: str | None = None) -> str:
     value = str(pick(flag, config, "registry"))
     if not REGISTRY.match(value):
-        raise UsageError(f"registry {value!r} is not a valid image repository prefix (host[:port]/path, lower case). To fix, correct cleanbuild.registry in invoke.yaml.")
+        where = source(flag, config, "registry", "--registry")
+        raise UsageError(f"{where} {value!r} is not a valid image repository prefix (host[:port]/path, lower case). "
+                         f"To fix, correct {where}.")
     return value
+
+
+def gpu_list(flag: object, config: Mapping[str, object]) -> tuple[int, ...] | None:
+    """--gpu (or invoke.yaml gpus): indices, or None for every GPU ("all" or not given). An empty list is refused:
+    `--gpu ''` or `--gpu ,` must not silently mean every GPU."""
+    given = flag is not None
+    value = flag if given else config.get("gpus")
+    if value is None:
+        return None
+    text = str(value).strip()
+    if text.lower() == "all":
+        return None
+    where = "--gpu" if given else "invoke.yaml cleanbuild.gpus"
+    if not [p for p in re.split(r"[,\s]+", text) if p]:
+        raise UsageError(f"{where} {value!r} names no GPU. To fix, pass indices (--gpu 0 or --gpu 0,1), --gpu all, "
+                         "or leave it out to use every GPU.")
+    gpus = parse_gpus(text)
+    return gpus
+
+
+BUILDER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+USER_ID = re.compile(r"^[0-9]+(:[0-9]+)?$")
+
+
+def container_user(flag: object, config: Mapping[str, object]) -> str | None:
+    """--user-id UID[:GID] (or invoke.yaml container_user), numeric: a name may not exist in the image."""
+    given = flag is not None
+    value = flag if given else config.get("container_user")
+    if value is None:
+        return None
+    if not USER_ID.match(str(value)):
+        where = "--user-id" if given else "invoke.yaml cleanbuild.container_user"
+        raise UsageError(f"{where} {value!r} is not UID or UID:GID. To fix, pass numbers, e.g. --user-id 1000 or "
+                         "--user-id 1000:1000.")
+    return str(value)
 
 
 HOST_BUNDLES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt")
@@ -142,7 +227,24 @@ def ca_bundle(value: object) -> Path | None:
         return Path(found[0]).resolve() if found else None
     if not Path(text).is_file():
         raise UsageError(f"--ca-bundle {text} is not a file. To fix, pass the PEM bundle your proxy's CA is in (or none).")
+    if b"-----BEGIN CERTIFICATE-----" not in Path(text).read_bytes()[:4 << 20]:
+        raise UsageError(f"--ca-bundle {text} holds no PEM certificate. To fix, pass the PEM bundle your proxy's CA "
+                         "is in (-----BEGIN CERTIFICATE----- blocks), or none.")
     return Path(text).resolve()
+
+
+def check(inputs: Inputs, config: Mapping[str, object]) -> None:
+    """Every flag-level input checked, without probing the host: what promote and the image tasks run before any
+    engine call (options() checks the same, and resolves the arch)."""
+    if inputs.arch:
+        Arch.parse_list(inputs.arch)
+    load_profile(inputs, config)
+    options(inputs, config, arch=Arch.parse_list(inputs.arch)[0] if inputs.arch else Arch.GFX942)
+
+
+def overrides(inputs: Inputs, config: Mapping[str, object]) -> dict[str, object]:
+    """The profile overrides in force: invoke.yaml's, then --set (which wins)."""
+    return {**dict(config.get("overrides") or {}), **parse_sets(list(inputs.sets))}
 
 
 def options(inputs: Inputs, config: Mapping[str, object], *, arch: Arch | None = None) -> Options:
@@ -151,23 +253,27 @@ def options(inputs: Inputs, config: Mapping[str, object], *, arch: Arch | None =
     model = Path(inputs.model).resolve() if inputs.model else None
     if model and not model.is_dir():
         raise UsageError(f"--model {inputs.model} is not a folder. To fix, pass a model folder (config.json and weights).")
+    builder = pick(inputs.builder, config, "builder")
+    if builder is not None and not BUILDER.match(str(builder)):
+        where = source(inputs.builder, config, "builder", "--builder")
+        raise UsageError(f"{where} {builder!r} is not a buildx builder name. To fix, pass a name `docker buildx ls` "
+                         "lists (letters, digits, '_', '.', '-'; not starting with '-').")
     progress = str(pick(inputs.progress, config, "progress"))
     if progress not in ("auto", "plain", "tty", "quiet"):
         raise UsageError(f"--progress {progress!r} is not one of auto, plain, tty, quiet.")
     if inputs.device not in (None, "cpu", "cuda"):
         raise UsageError(f"--device {inputs.device!r} is not cpu or cuda.")
-    gpus = pick(inputs.gpus, config, "gpus")
-    user = pick(inputs.container_user, config, "container_user")
+    gpus = gpu_list(inputs.gpus, config)
+    user = container_user(inputs.container_user, config)
     cache = str(pick(None, config, "cache"))
     if cache not in ("auto", "inline", "registry", "none"):
         raise UsageError(f"cleanbuild.cache {cache!r} is not one of auto, inline, registry, none.")
     return Options(
-        arch=chosen, ck_free=inputs.ck_free, builder=pick(inputs.builder, config, "builder"),  # type: ignore[arg-type]
+        arch=chosen, ck_free=inputs.ck_free, builder=builder,  # type: ignore[arg-type]
         progress=progress, ca_bundle=ca, model=model,
         allow_no_smoke=inputs.allow_no_smoke, user=user_name(inputs.user, config), date=today(),
         registry=registry(config, inputs.registry), run_id=new_run_id(), cache_dir=cache_dir(config), cache=cache,
-        validation_device=inputs.device, gpus=parse_gpus(str(gpus)) if gpus is not None else None,
-        container_user=str(user) if user is not None else None,
+        validation_device=inputs.device, gpus=gpus, container_user=user,
     )
 
 

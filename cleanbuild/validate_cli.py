@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from .boundary import guarded
 from .commands import validate
-from .errors import CleanBuildError
 from .plan import REPO_ROOT
 from .settings import Inputs, site_file
 
@@ -19,22 +19,19 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     p.add_argument("--arch", help="gfx942|gfx950 (default: the image's io.atom-build.arch label)")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda", help="cuda needs a ROCm host (/dev/kfd)")
     p.add_argument("--gpu", help="GPU indices, e.g. 0 or 0,1 (default: all)")
-    p.add_argument("--user", help="run the container as UID[:GID]")
+    p.add_argument("--user-id", "--user", dest="user", help="run the container as UID[:GID] (numeric)")
     p.add_argument("--json", type=Path, default=None, help="where to copy the report (default reports/validate-<run>.json)")
     p.add_argument("--debug", action="store_true")
     return p.parse_args(argv[:cut]), argv[cut + 1:]
 
 
 def main(argv: list[str] | None = None) -> int:
+    """argparse's usage errors exit 2 on their own; everything after parsing goes through the one boundary."""
     args, rest = parse(sys.argv[1:] if argv is None else argv)
     inputs = Inputs(arch=args.arch, device=args.device, gpus=args.gpu, container_user=args.user)
-    try:
-        return validate(args.image, inputs, site_file(REPO_ROOT / "invoke.yaml"), rest=tuple(rest), dest=args.json)
-    except CleanBuildError as exc:
-        if args.debug:
-            raise
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
+    return guarded(lambda: validate(args.image, inputs, site_file(REPO_ROOT / "invoke.yaml"), rest=tuple(rest),
+                                    dest=args.json),
+                   debug=args.debug, report=lambda error: print(f"error: {error}", file=sys.stderr))
 
 
 if __name__ == "__main__":

@@ -1,15 +1,18 @@
 """python -m patches list | apply --root DIR | check --root DIR | upstream
 
 Exit codes: 0 done (apply) or nothing to change (check); 1 check found
-something to change; 2 drift, usage error or I/O error (one line on stderr,
-the traceback only with --debug). `upstream` has its own: 0 every patch
-applies or is fixed upstream, 1 drift, 3 a repository cannot be reached.
+something to change; 2 drift or a usage error; 3 the host cannot (a write or
+read failed: permissions, a read-only tree, a full disk, stdout unwritable);
+130 interrupted. One line on stderr, the traceback only with --debug.
+`upstream` has its own: 0 every patch applies or is fixed upstream, 1 drift,
+2 a malformed or unknown ref or URL, 3 a repository cannot be reached.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -74,28 +77,27 @@ def add_upstream_parser(sub, debug: argparse.ArgumentParser) -> None:
     cmd.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
+class StdoutFailed(OSError):
+    pass
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The error boundary: every failure is one line and a fixed exit code (see the module docstring)."""
     argv = sys.argv[1:] if argv is None else argv
+    stdout, sys.stdout = sys.stdout, _CheckedStdout(sys.stdout)
     try:
-        args = build_parser().parse_args(argv)
-        if args.command == "list":
-            return list_patches()
-        if args.command == "upstream":
-            return run_upstream(args)
-        return run(args)
+        code = dispatch(build_parser().parse_args(argv))
+        sys.stdout.flush()
+        return code
     except KeyboardInterrupt:
-        print("patches: interrupted", file=sys.stderr)
+        print("patches: interrupted; nothing was left half-written", file=sys.stderr)
         return 130
     except upstream.Unreachable as exc:
-        if "--debug" in argv:
-            raise
-        print(f"patches: error: {exc}", file=sys.stderr)
-        return 3
-    except (UsageError, OSError) as exc:
-        if "--debug" in argv:
-            raise
-        print(f"patches: error: {exc}", file=sys.stderr)
-        return 2
+        return _fail(argv, str(exc), 3)
+    except (UsageError, upstream.NotFound) as exc:
+        return _fail(argv, str(exc), 2)
+    except OSError as exc:
+        return _fail(argv, _os_message(exc), 3)
     except Exception as exc:  # a bug in a patch or the engine: still one line
         if "--debug" in argv:
             raise
@@ -103,6 +105,61 @@ def main(argv: list[str] | None = None) -> int:
             f"patches: error: internal error {exc!r} (rerun with --debug for the traceback)", file=sys.stderr
         )
         return 2
+    finally:
+        sys.stdout = stdout
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    if args.command == "list":
+        return list_patches()
+    if args.command == "upstream":
+        return run_upstream(args)
+    return run(args)
+
+
+def _fail(argv: list[str], message: str, code: int) -> int:
+    if "--debug" in argv:
+        raise  # noqa: PLE0704 - re-raises the exception being handled in main()
+    print(f"patches: error: {message}", file=sys.stderr)
+    return code
+
+
+def _os_message(exc: OSError) -> str:
+    if isinstance(exc, StdoutFailed):
+        return (f"writing to standard output failed because {exc.strerror or exc} (to fix, send the output to a "
+                "file or a device with space)")
+    if exc.filename is None or str(exc.filename) in str(exc):
+        return str(exc)  # writer.WriteError names the file itself
+    return f"reading or writing {exc.filename} failed because {exc.strerror or exc} (to fix, check its permissions and the disk)"
+
+
+class _CheckedStdout:
+    """sys.stdout while main() runs: a failed write is StdoutFailed (exit 3, said as such); fd 1 then becomes
+    /dev/null so the interpreter's own flush at exit does not print 'Exception ignored' and exit 120."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self._checked(self.stream.write, text)
+
+    def flush(self) -> None:
+        self._checked(self.stream.flush)
+
+    def _checked(self, call, *args):
+        try:
+            return call(*args)
+        except OSError as exc:
+            try:
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, self.stream.fileno())
+                os.close(null)
+            except (OSError, ValueError):
+                pass
+            raise StdoutFailed(exc.errno, exc.strerror) from None
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
 
 
 def list_patches() -> int:

@@ -11,6 +11,7 @@ kilobytes and seconds, not a clone of aiter.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -30,6 +31,34 @@ GIT_TIMEOUT_S = 300
 
 class Unreachable(Exception):
     """A repository (or git itself) could not be reached: exit 3."""
+
+
+class NotFound(Exception):
+    """The repository answered and has no such ref, or a ref/URL is malformed: bad input, exit 2."""
+
+
+# The host's cleanbuild/refs.py rules, kept here in stdlib form (patches/ cannot import cleanbuild): a full SHA or
+# a ref name git accepts, never starting with '-' (`--upload-pack=CMD` would run CMD); a source that is a URL of a
+# network or file scheme, user@host:path or a path, never an option or a `transport::` form such as ext::.
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+_REF_BAD = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|(^|/)\.|\.lock(/|$)|[/.]$|^/|^-|^@$|^$")
+_SCHEMES = ("https://", "http://", "ssh://", "git://", "file://")
+
+
+def check_ref(ref: str, what: str) -> str:
+    if _SHA.match(ref) or not _REF_BAD.search(ref):
+        return ref
+    raise NotFound(f"{what} {ref!r} is not a commit SHA or a git ref name (to fix, pass a branch, tag or "
+                   "40-hex commit; no leading '-')")
+
+
+def check_source(source: str, what: str) -> str:
+    bad = not source or source.startswith("-") or "::" in source.split("/", 1)[0] or (
+        "://" in source and not source.startswith(_SCHEMES)) or any(ord(c) < 0x20 for c in source)
+    if bad:
+        raise NotFound(f"{what} {source!r} is not a repository URL or path (to fix, pass an https://, ssh://, "
+                       "git:// or file:// URL, or a folder)")
+    return source
 
 
 @dataclass(frozen=True)
@@ -92,6 +121,9 @@ def targets_by_repo() -> dict[str, list[str]]:
 def check(sources: dict[str, tuple[str, str]]) -> UpstreamReport:
     """sources: repo ("aiter"/"atom") -> (URL or path, ref). Fetches each one's
     target files into a temp root and runs every patch's check there."""
+    for repo, (source, ref) in sources.items():
+        check_source(source, f"--{repo}")
+        check_ref(ref, f"--{repo}-ref")
     with tempfile.TemporaryDirectory(prefix="patches-upstream-") as tmp:
         root, work = Path(tmp) / "root", Path(tmp) / "git"
         fetched = [
@@ -137,22 +169,30 @@ def fetch(repo: str, source: str, ref: str, targets: list[str], root: Path, gitd
         settings.append(("remote.origin.uploadpack", "git -c safe.directory=* upload-pack"))
     for key, value in settings:
         git("config", key, value)
-    git(
-        "fetch",
-        "-q",
-        "--depth",
-        "1",
-        "--filter=blob:none",
-        "--no-tags",
-        "--recurse-submodules=no",
-        "origin",
-        ref,
-    )
+    try:
+        git(
+            "fetch",
+            "-q",
+            "--depth",
+            "1",
+            "--filter=blob:none",
+            "--no-tags",
+            "--recurse-submodules=no",
+            "--",
+            "origin",
+            check_ref(ref, f"--{repo}-ref"),
+        )
+    except Unreachable as failed:
+        try:
+            git("ls-remote", "--", "origin")
+        except Unreachable:
+            raise failed from None  # the repository does not answer: exit 3
+        raise NotFound(f"{source}: no ref {ref!r} there (to fix, pass a branch, tag or commit of that repository)") from None
     commit, date = git("log", "-1", "--format=%H %cI", "FETCH_HEAD").decode().split()
     for target in targets:
         if git("ls-tree", "--name-only", commit, "--", target).strip():  # trees are local
             (root / target).parent.mkdir(parents=True, exist_ok=True)
-            (root / target).write_bytes(git("cat-file", "blob", f"{commit}:{target}"))
+            (root / target).write_bytes(git("cat-file", "blob", "--end-of-options", f"{commit}:{target}"))
     return Fetched(repo, source, ref, commit, date)
 
 

@@ -6,18 +6,23 @@
 # a local path or file:// repository (the offline profile's copies) gets a plain fetch (git's file transport
 # ignores filters, and a filtered clone of it would fetch lazily in a loop). --update-shallow accepts a
 # shallow source. The CK submodule (and any other) is fetched at depth 1 only with --submodules.
+# REPO may not start with '-' or use a `transport::` form (ext:: runs commands), and every value reaches git
+# after `--`: the rule of the host's cleanbuild/refs.py.
 set -eu
 repo=$1 ref=$2 dir=$3 submodules=${4:-}
+case "$repo" in
+  -*|*::*|"") echo "git-fetch: $repo is not a repository URL or path (no leading '-', no transport::); fix the profile's repo" >&2; exit 2;;
+esac
 case "$ref" in
   *[!0-9a-f]*|"") echo "git-fetch: $ref is not a full commit SHA (40 hex digits); pin a commit" >&2; exit 2;;
 esac
 [ ${#ref} -eq 40 ] || { echo "git-fetch: $ref is not a full commit SHA (40 hex digits); pin a commit" >&2; exit 2; }
 filter=""
 case "$repo" in http://*|https://*) filter="--filter=blob:none";; esac
-git init -q "$dir"
-cd "$dir"
-git remote add origin "$repo"
-if ! git -c advice.detachedHead=false fetch -q $filter --update-shallow --tags origin "$ref"; then
+git init -q -- "$dir"
+cd -- "$dir"
+git remote add -- origin "$repo"
+if ! git -c advice.detachedHead=false fetch -q $filter --update-shallow --tags -- origin "$ref"; then
   echo "git-fetch: cannot fetch commit $ref from $repo: it is not a commit of that repository, or the repository is unreachable. To fix, check the pin with \`invoke pins\`." >&2
   exit 1
 fi

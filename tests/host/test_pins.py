@@ -249,7 +249,7 @@ def test_bump_dry_run_shows_the_diff_and_writes_nothing(profile_dir, upstream_se
 def test_bump_rewrites_only_the_ref_line_and_its_note(profile_dir, upstream_sets):
     before = snapshot(profile_dir)
     result = pins.bump(offline(upstream_sets, profile_dir / "offline.toml"), "aiter", AITER_HEAD, dry_run=False,
-                       reload=None)
+                       relock=None)
     after = snapshot(profile_dir)
     removed, added = changed_lines(before["default.toml"], after["default.toml"])
     assert result.written is True
@@ -260,7 +260,7 @@ def test_bump_rewrites_only_the_ref_line_and_its_note(profile_dir, upstream_sets
 
 
 def test_bumped_profile_loads_with_the_new_pin(profile_dir, upstream_sets):
-    pins.bump(offline(upstream_sets, profile_dir / "offline.toml"), "aiter", AITER_HEAD, dry_run=False, reload=None)
+    pins.bump(offline(upstream_sets, profile_dir / "offline.toml"), "aiter", AITER_HEAD, dry_run=False, relock=None)
     assert profiles.load("offline", path=profile_dir / "offline.toml").component("aiter").get("ref") == AITER_HEAD
 
 
@@ -309,7 +309,7 @@ def test_bump_to_a_drifting_candidate_writes_nothing(profile_dir, upstream_sets,
     repo, sha = drifting_aiter
     before = snapshot(profile_dir)
     prof = offline(upstream_sets, profile_dir / "offline.toml", **{"components.aiter.repo": repo})
-    result = pins.bump(prof, "aiter", None, dry_run=False, reload=None)
+    result = pins.bump(prof, "aiter", None, dry_run=False, relock=None)
     assert (result.new, result.written, snapshot(profile_dir)) == (sha, False, before)
     assert result.outcomes["tuned-gemm-hipblaslt"] == "drifted"
     assert len(result.drift) == 1 and result.drift[0].startswith("tuned-gemm-hipblaslt: aiter/tuned_gemm.py:")
@@ -332,13 +332,78 @@ def test_bump_finds_the_ref_past_a_bracket_in_a_comment(profile_dir, upstream_se
     assert result.diff.startswith(f"--- {default}\n")
 
 
-def test_bump_of_a_profile_elsewhere_finds_the_built_in_parent(tmp_path, upstream_sets):
+def test_bump_of_a_profile_elsewhere_writes_that_file_not_the_built_in(tmp_path, upstream_sets):
     """A profile outside cleanbuild/profiles inheriting "default" loads (profiles falls back to the built-in);
-    bump must find the ref in that same file, not look for a default.toml beside the child."""
+    its bump writes the new ref into that file and never edits the repository's own profiles (issue 20).
+    (This test used to pin the old behaviour: a diff of the built-in default.toml.)"""
     mine = tmp_path / "mine.toml"
     mine.write_text('inherits = "default"\nname = "mine"\n')
-    result = pins.bump(profiles.load("mine", upstream_sets, mine), "aiter", AITER_HEAD, dry_run=True)
-    assert result.diff.startswith(f"--- {profiles.PROFILE_DIR / 'default.toml'}\n")
+    builtin = {p.name: p.read_bytes() for p in profiles.PROFILE_DIR.iterdir()}
+    result = pins.bump(profiles.load("mine", upstream_sets, mine), "aiter", AITER_HEAD, dry_run=False, relock=None)
+    assert result.diff.startswith(f"--- {mine}\n")
+    assert profiles.load("mine", path=mine).component("aiter").get("ref") == AITER_HEAD
+    assert {p.name: p.read_bytes() for p in profiles.PROFILE_DIR.iterdir()} == builtin
+
+
+def test_bump_to_a_pull_request_commit_is_refused_as_pins_refuses_it(upstream_sets):
+    with pytest.raises(UsageError) as info:
+        pins.bump(offline(upstream_sets), "aiter", AITER_PR_HEAD, dry_run=True)
+    assert str(info.value) == (f"pins --bump aiter refused: {AITER_PR_HEAD[:12]} is only on refs/pull/4465/head. To fix, "
+                               "pin the commit that landed on main (`invoke pins --bump aiter --to SHA`).")
+
+
+@pytest.mark.parametrize("to", ["--upload-pack=touch pwned", "main..x", "-", "a b"])
+def test_bump_to_refuses_what_is_not_a_ref(upstream_sets, to):
+    with pytest.raises(UsageError, match="--to .* is not a commit SHA or a git ref name"):
+        pins.bump(offline(upstream_sets), "aiter", to, dry_run=True)
+
+
+def test_affected_profiles_are_the_definer_and_its_heirs(profile_dir):
+    """default.toml defines aiter's ref: default and offline (which inherits it) are affected, whichever is given."""
+    want = [profile_dir / "default.toml", profile_dir / "offline.toml"]
+    assert pins.affected(profile_dir / "default.toml", profile_dir / "offline.toml", "aiter") == want
+    assert pins.affected(profile_dir / "default.toml", profile_dir / "default.toml", "aiter") == want
+
+
+def test_an_heir_that_sets_its_own_ref_is_not_affected(profile_dir):
+    offline_toml = profile_dir / "offline.toml"
+    offline_toml.write_text(offline_toml.read_text().replace("[components.aiter]\n", f'[components.aiter]\nref = "{AITER_PIN}"\n'))
+    assert pins.affected(profile_dir / "default.toml", offline_toml, "aiter") == [profile_dir / "default.toml"]
+
+
+def test_bump_remakes_every_affected_lock_with_the_profile_in_one_change(profile_dir, upstream_sets, monkeypatch):
+    """pins --bump --profile offline: the profile file and the locks of default AND offline, written together."""
+    rendered, written = [], []
+
+    def render(prof, **_):
+        rendered.append((prof.file.name, prof.component("aiter").get("ref")))
+        runtime, build = pins.lock.lock_paths(prof)
+        return {runtime: f"runtime of {prof.name}\n", build: f"build of {prof.name}\n"}
+
+    monkeypatch.setattr(pins.lock, "render", render)
+    monkeypatch.setattr(pins, "replace_all", lambda files: written.append(sorted(p.name for p in files)))
+    pins.bump(offline(upstream_sets, profile_dir / "offline.toml"), "aiter", AITER_HEAD, dry_run=False,
+              relock=upstream_sets)
+    assert rendered == [("default.toml", AITER_HEAD), ("offline.toml", AITER_HEAD)]
+    assert written == [["default.build.lock", "default.lock", "default.toml", "offline.build.lock", "offline.lock"]]
+
+
+def test_a_lock_that_cannot_be_made_leaves_profile_and_locks_as_they_were(profile_dir, upstream_sets, monkeypatch):
+    before = snapshot(profile_dir)
+    calls = []
+
+    def render(prof, **_):
+        calls.append(prof.name)
+        if len(calls) == 2:
+            raise pins.StepFailed("uv could not resolve the closure: test")
+        runtime, build = pins.lock.lock_paths(prof)
+        return {runtime: "new\n", build: "new\n"}
+
+    monkeypatch.setattr(pins.lock, "render", render)
+    with pytest.raises(pins.StepFailed):
+        pins.bump(offline(upstream_sets, profile_dir / "offline.toml"), "aiter", AITER_HEAD, dry_run=False,
+                  relock=upstream_sets)
+    assert snapshot(profile_dir) == before
 
 
 def test_rewrite_ref_keeps_one_bump_note():

@@ -95,9 +95,18 @@ def test_a_missing_binary_says_what_to_install():
 
 
 def test_a_missing_known_binary_names_its_package(monkeypatch):
+    import cleanbuild.run
+
     monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setattr(cleanbuild.run, "_beside_python", lambda name: None)  # uv installed nowhere
     with pytest.raises(EnvironmentProblem, match="'uv' was not found on PATH. To fix, pip install uv"):
         run(["uv", "--version"], echo=False)
+
+
+def test_uv_installed_with_this_python_is_found_when_its_venv_is_not_activated(monkeypatch):
+    """`pip install -e .` puts uv into the venv; `.venv/bin/invoke lock` without `activate` must still find it."""
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert run(["uv", "--version"], echo=False, capture=True).stdout.startswith("uv ")
 
 
 def test_run_logged_writes_the_log_with_replacement(tmp_path):

@@ -125,7 +125,7 @@ def test_missing_ca_bundle_is_named(tmp_path):
 
 def test_ca_bundle_from_config_is_resolved(tmp_path):
     pem = tmp_path / "ca.pem"
-    pem.write_text("x")
+    pem.write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
     assert options(Inputs(arch="gfx942"), {"ca_bundle": str(pem)}).ca_bundle == pem.resolve()
 
 

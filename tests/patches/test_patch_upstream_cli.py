@@ -147,12 +147,34 @@ def test_unreachable_repository_exits_3_in_one_line(tmp_path, atom_repo):
     assert proc.stderr.startswith(f"patches: error: {tmp_path / 'no-such-repo.git'}: git fetch failed: ")
 
 
-def test_unknown_ref_exits_3(tmp_path, atom_repo, capsys):
+def test_unknown_ref_in_a_reachable_repository_is_not_found_exit_2(tmp_path, atom_repo, capsys):
+    """The repository answers; it has no such ref: bad input (2), not an unreachable repository (3)."""
     code = cli.main(
         ["upstream", "--aiter", str(atom_repo), "--atom", str(atom_repo), "--ref", "no-such-branch"]
     )
-    assert code == 3
-    assert "no-such-branch" in capsys.readouterr().err
+    assert code == 2
+    assert capsys.readouterr().err == (
+        f"patches: error: {atom_repo}: no ref 'no-such-branch' there (to fix, pass a branch, tag or commit of "
+        "that repository)\n"
+    )
+
+
+@pytest.mark.parametrize("flag", ["--aiter-ref", "--atom-ref", "--ref"])
+def test_a_ref_that_is_an_option_never_reaches_git(tmp_path, atom_repo, capsys, flag):
+    """`--aiter-ref '--upload-pack=touch FILE'` once ran the command: now it is refused before git runs."""
+    witness = tmp_path / "pwned"
+    code = cli.main(["upstream", "--aiter", str(atom_repo), "--atom", str(atom_repo),
+                     f"{flag}=--upload-pack=touch {witness}"])
+    assert code == 2
+    assert "is not a commit SHA or a git ref name" in capsys.readouterr().err
+    assert not witness.exists()
+
+
+@pytest.mark.parametrize("source", ["--upload-pack=touch /tmp/x", "ext::sh -c touch% /tmp/x", "fd::17"])
+def test_a_source_that_is_an_option_or_a_command_transport_is_refused(atom_repo, capsys, source):
+    code = cli.main(["upstream", f"--aiter={source}", "--atom", str(atom_repo)])
+    assert code == 2
+    assert "is not a repository URL or path" in capsys.readouterr().err
 
 
 def test_debug_shows_the_traceback(tmp_path, atom_repo):

@@ -1,4 +1,5 @@
-"""`patches apply` writes every changed file or none (issue 11, defect 5).
+"""`patches apply` writes every changed file or none (issue 11, defect 5); a write the host cannot do exits 3
+(issue 21: told apart from drift, which exits 2).
 
 A failed write (permission, full disk) used to leave the first target patched
 and the second not, with an error that did not say which. Now every temp file
@@ -50,7 +51,7 @@ def test_a_failed_rename_restores_the_file_already_replaced(root, capsys, monkey
     before = snapshot(root)
     fail_on_call(monkeypatch, "replace", {2}, PermissionError(errno.EACCES, "Permission denied"))
     code, err = apply(root, capsys)
-    assert code == 2
+    assert code == 3
     assert err == [
         f"patches: error: could not write {JIT_CORE} (Permission denied); "
         f"restored {TUNED_GEMM}, which had been replaced: nothing was changed"
@@ -63,7 +64,7 @@ def test_a_full_disk_while_staging_changes_nothing(root, capsys, monkeypatch):
     fail_on_call(monkeypatch, "fsync", {2}, OSError(errno.ENOSPC, "No space left on device"))
     code, err = apply(root, capsys)
     assert (code, err) == (
-        2,
+        3,
         [f"patches: error: could not write {JIT_CORE} (No space left on device); nothing was changed"],
     )
     assert snapshot(root) == before
@@ -73,7 +74,7 @@ def test_a_failed_rollback_says_which_file_stays_patched(root, capsys, monkeypat
     # The second rename fails, and so does the rename that would restore the first file.
     fail_on_call(monkeypatch, "replace", {2, 3}, OSError(errno.EIO, "Input/output error"))
     code, err = apply(root, capsys)
-    assert code == 2
+    assert code == 3
     assert err == [
         f"patches: error: could not write {JIT_CORE} (Input/output error); "
         f"could not restore {TUNED_GEMM} (Input/output error): those files stay patched"
@@ -102,7 +103,7 @@ def test_nothing_is_written_when_a_file_is_too_large_to_write(tmp_path):
         preexec_fn=small_files,  # noqa: PLW1509 (no threads in the child before exec)
     )
     assert (proc.returncode, proc.stderr.splitlines()) == (
-        2,
+        3,
         [f"patches: error: could not write {JIT_CORE} (File too large); nothing was changed"],
     )
     assert snapshot(root) == before
@@ -119,7 +120,7 @@ def test_a_read_only_folder_for_the_second_file(root, capsys):
     finally:
         (root / JIT_CORE).parent.chmod(0o755)
     assert (code, err) == (
-        2,
+        3,
         [f"patches: error: could not write {JIT_CORE} (Permission denied); nothing was changed"],
     )
     assert snapshot(root) == before

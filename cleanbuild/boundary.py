@@ -1,0 +1,133 @@
+"""The one error boundary of the host CLIs (every invoke task, `nox -s validate`): what escapes a command becomes
+one line and README's exit code (2 bad input, 3 the host cannot, 1 a result is wrong, 130 interrupted).
+
+CleanBuildError already says what failed and how to fix it. The foreign errors a careful user can provoke are
+translated here, naming the file or input: OSError (permissions, a read-only tree, a full disk, a folder where a
+file was expected), JSON, TOML and text decoding, packaging's version and requirement parsers. Anything else is
+a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import sys
+import tomllib
+from collections.abc import Callable
+from typing import TypeVar
+
+from packaging.requirements import InvalidRequirement
+from packaging.specifiers import InvalidSpecifier
+from packaging.version import InvalidVersion
+
+from .errors import CleanBuildError, EnvironmentProblem, Interrupted, UsageError
+from .run import CommandFailed
+
+T = TypeVar("T")
+# errno -> (exit class, what to do); the rest of OSError is "the host cannot" with a generic hint.
+_OS_FIXES: dict[int, tuple[type[CleanBuildError], str]] = {
+    errno.EROFS: (EnvironmentProblem, "run it from a writable checkout (this file system is mounted read-only)"),
+    errno.EACCES: (EnvironmentProblem, "give this user access to it, or work in a copy this user owns"),
+    errno.EPERM: (EnvironmentProblem, "give this user access to it, or work in a copy this user owns"),
+    errno.ENOSPC: (EnvironmentProblem, "free disk space there (or send the output elsewhere) and run it again"),
+    errno.EDQUOT: (EnvironmentProblem, "free space within your disk quota and run it again"),
+    errno.EFBIG: (EnvironmentProblem, "raise the file size limit (ulimit -f) and run it again"),
+    errno.ENOENT: (UsageError, "check the path"),
+    errno.EISDIR: (UsageError, "name a file, not a folder"),
+    errno.ENOTDIR: (UsageError, "check the path: a part of it is a file, not a folder"),
+}
+
+
+class StdoutFailed(OSError):
+    """Standard output could not be written (a full device, a closed pipe)."""
+
+
+def translate(exc: BaseException) -> CleanBuildError | None:
+    """The one-line error for exc, or None when it is a bug (the caller lets its traceback through)."""
+    if isinstance(exc, CleanBuildError):
+        return exc
+    if isinstance(exc, KeyboardInterrupt):
+        return Interrupted("interrupted")
+    if isinstance(exc, OSError):
+        return _os_error(exc)
+    if isinstance(exc, UnicodeDecodeError):
+        return UsageError(f"reading a file failed because it is not UTF-8 text ({exc.reason} at byte {exc.start}). "
+                          "To fix, restore the file (git checkout) or remove it.")
+    if isinstance(exc, json.JSONDecodeError):
+        return UsageError(f"reading JSON failed because it is not valid ({exc.msg}, line {exc.lineno}). "
+                          "To fix, restore the file or remake it.")
+    if isinstance(exc, tomllib.TOMLDecodeError):
+        return UsageError(f"reading TOML failed because it is not valid ({exc}). To fix, correct the file.")
+    if isinstance(exc, CommandFailed):  # a command its caller did not expect to fail: still one line
+        return EnvironmentProblem(f"running {exc} failed. To fix, read the command's own message above (--debug "
+                                  "shows where it was run from).")
+    if isinstance(exc, InvalidVersion | InvalidRequirement | InvalidSpecifier):
+        return UsageError(f"a version or requirement is not valid ({exc}). To fix, write it as PEP 440/508 says "
+                          "(e.g. 2.11.0, name>=1.0).")
+    return None
+
+
+def _os_error(exc: OSError) -> CleanBuildError:
+    if isinstance(exc, StdoutFailed):
+        return EnvironmentProblem(f"writing to standard output failed because {exc.strerror or exc}. To fix, send "
+                                  "the output to a file or a device with space (or a pipe that stays open).")
+    kind, fix = _OS_FIXES.get(exc.errno or 0, (EnvironmentProblem, "check the file system and the permissions"))
+    where = exc.filename if exc.filename is not None else "a file"
+    also = f" (and {exc.filename2})" if getattr(exc, "filename2", None) else ""
+    return kind(f"reading or writing {where}{also} failed because {exc.strerror or exc}. To fix, {fix}.")
+
+
+def _drop_stdout() -> None:
+    """What could not be written is dropped: fd 1 now points at /dev/null, so the final flush at exit succeeds."""
+    with contextlib.suppress(OSError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+
+
+class CheckedStdout:
+    """sys.stdout while a command runs: a failed write or flush is StdoutFailed, told apart from a file's error."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except OSError as exc:
+            _drop_stdout()
+            raise StdoutFailed(exc.errno, exc.strerror) from None
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except OSError as exc:
+            _drop_stdout()
+            raise StdoutFailed(exc.errno, exc.strerror) from None
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
+
+
+def guarded(body: Callable[[], T], *, debug: bool, report: Callable[[CleanBuildError], None]) -> T | int:
+    """Run body inside the boundary: its result, or report(error) and the error's exit code."""
+    stdout = sys.stdout
+    sys.stdout = CheckedStdout(stdout)
+    try:
+        result = body()
+        sys.stdout.flush()
+        return result
+    except BaseException as exc:  # noqa: BLE001 - the boundary: everything is translated or re-raised
+        error = None if isinstance(exc, SystemExit) else translate(exc)
+        if error is None:
+            raise
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        report(error)
+        return error.exit_code
+    finally:
+        sys.stdout = stdout

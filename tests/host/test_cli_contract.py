@@ -1,0 +1,501 @@
+"""The CLI contract (issue 21): for every task and flag README documents, the exit code and the one line.
+
+In-process through the real invoke Program (tasks.TaskProgram, the class the `invoke` command adopts) or the
+module's main; a subprocess only for what a process proves (the real `invoke` entry point, /dev/full as fd 1,
+SIGINT). Every bad-input case must be decided before the engine: the engine client is replaced by one that fails.
+Trees that must not change are hashed before and after. README's codes: 0 ok, 1 a result is wrong, 2 bad input,
+3 the host cannot, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+import zlib
+from pathlib import Path
+
+import pytest
+
+import tasks
+from cleanbuild import engine, lock, pins
+from cleanbuild import validate_cli as validate_cli
+from patches import cli as patches_cli
+from tests.support.upstream import AITER_HEAD, AITER_PR_HEAD
+
+ROOT = Path(__file__).resolve().parents[2]
+CI = os.environ.get("CI", "").lower() == "true"
+
+
+@pytest.fixture(autouse=True)
+def no_engine(monkeypatch):
+    """Every case below is decided before any engine call, pull or fetch of an image."""
+
+    def refuse():
+        raise AssertionError("the engine was contacted before the inputs were checked")
+
+    monkeypatch.setattr(engine, "client", refuse)
+    monkeypatch.delenv("INVOKE_RUNTIME_CONFIG", raising=False)
+
+
+def outcome(capsys, *argv: str) -> tuple[int, list[str]]:
+    """(exit code, non-empty stderr lines) of `invoke ARGV` through the real Program."""
+    with pytest.raises(SystemExit) as info:
+        tasks.TaskProgram(namespace=tasks.ns, version="test").run(["invoke", *argv])
+    err = capsys.readouterr().err
+    return info.value.code, [line for line in err.splitlines() if line.strip()]
+
+
+def tree_hash(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def sets(mapping: dict[str, str]) -> list[str]:
+    return [x for key, value in mapping.items() for x in ("--set", f"{key}={value}")]
+
+
+# ---- bad input: exit 2, one line, before any engine call ----------------------------------------------------------
+
+REF_OPTION = "--upload-pack=touch /tmp/atom-build-contract-pwned"
+BAD_INPUT = [
+    (("plan", "--nosuch"), "error: the command line failed to parse because No idea what '--nosuch' is!"),
+    (("plan", "--arch"), "error: the command line failed to parse because Flag <Argument: arch> needed value"),
+    (("arch", "--arch", "gfx1100"), "error: architecture 'gfx1100' is not supported"),
+    (("plan", "--arch", "gfx942", "--profile", "nope"), "error: profile 'nope' not found"),
+    (("wheels", "--arch", "gfx942", "--registry", "Not A Registry"),
+     "error: --registry 'Not A Registry' is not a valid image repository prefix"),
+    (("clean", "--arch", "gfx942", "--progress", "loud"), "error: --progress 'loud' is not one of"),
+    (("build-clean", "--arch", "gfx942", "--gpu", ""), "error: --gpu '' names no GPU."),
+    (("build-clean", "--arch", "gfx942", "--gpu", ","), "error: --gpu ',' names no GPU."),
+    (("build-clean", "--arch", "gfx942", "--gpu", "0,x"), "error: --gpu '0,x' is not a list of GPU indices"),
+    (("build-clean", "--arch", "gfx942", "--user-id", "1:2:3"), "error: --user-id '1:2:3' is not UID or UID:GID."),
+    (("build-clean", "--arch", "gfx942", "--user-id", "alice"), "error: --user-id 'alice' is not UID or UID:GID."),
+    (("smoke", "--image", "Bad Ref!", "--model", "/"), "error: --image 'Bad Ref!' is not an image reference."),
+    (("tag", "--image", "-rf"), "error: --image '-rf' is not an image reference."),
+    (("patch", "--image", "UPPER/case:x"), "error: --image 'UPPER/case:x' is not an image reference."),
+    (("patch", "--src", "/", "--only", "no-such-patch"),
+     "error: patch --src / --only no-such-patch refused because unknown patch no-such-patch"),
+    (("promote", "not a ref!"), "error: promote REF 'not a ref!' is not an image reference."),
+    (("promote", "registry.example:5000/atom-build/candidate@sha256:abc"),
+     "error: promote REF 'registry.example:5000/atom-build/candidate@sha256:abc' is not an image reference."),
+    (("promote", "registry.example:5000/atom-build/candidate:x", "--arch", "gfx1100"),
+     "error: architecture 'gfx1100' is not supported"),
+    (("promote", "registry.example:5000/atom-build/candidate:x", "--gpu", ","), "error: --gpu ',' names no GPU."),
+    (("promote", "registry.example:5000/atom-build/candidate:x", "--user-id", "0:x"),
+     "error: --user-id '0:x' is not UID or UID:GID."),
+    (("audit", "BAD!"), "error: audit IMAGE 'BAD!' is not an image reference."),
+    (("audit", "--", "--format"), "error: the command line failed to parse because"),
+    (("report", "no-such-tag"), "error: no report for no-such-tag."),
+    (("pins", "--to", AITER_HEAD), "error: --to only means something with --bump."),
+    (("pins", "--dry-run"), "error: --dry-run only means something with --bump."),
+    (("lock", "--check", "--upgrade-package", "numpy"), "error: --check writes nothing, so --upgrade-package"),
+    (("plan", "--arch", "gfx942", "--set", f"components.aiter.ref={REF_OPTION}"),
+     "error: components.aiter.ref (profile "),
+    (("pins", "--set", "components.aiter.repo=--upload-pack=touch /tmp/x"), "error: components.aiter.repo (profile "),
+    (("pins", "--set", "components.atom.repo=ext::sh -c touch% /tmp/x"), "error: components.atom.repo (profile "),
+    (("plan", "--arch", "gfx942", "--set", "components.torch.version=2.11.0-not!"),
+     "error: components.torch.version (profile "),
+    (("plan", "--arch", "gfx942", "--set", "base.digest=sha256:abc"), "error: base.digest (profile "),
+    (("plan", "--arch", "gfx942", "--profile", "/no/such/profile.toml"),
+     "error: profile file /no/such/profile.toml does not exist or is not a file."),
+    (("plan", "--arch", "gfx942", "--builder", "--x"), "error: --builder '--x' is not a buildx builder name."),
+    (("plan", "--arch", "gfx942", "--ca-bundle", str(ROOT / "README.md")),
+     f"error: --ca-bundle {ROOT / 'README.md'} holds no PEM certificate."),
+    (("plan", "--arch", "gfx942", "--set", "python=3.x"), "error: python (profile "),
+    (("patch", "--src", "/"), "error: patch --src / --only - refused because --root / holds neither aiter/ nor atom/"),
+]
+
+
+@pytest.mark.parametrize("argv,line", BAD_INPUT, ids=[" ".join(a)[:60] for a, _ in BAD_INPUT])
+def test_bad_input_is_exit_2_and_one_line(capsys, argv, line):
+    code, lines = outcome(capsys, *argv)
+    assert (code, len(lines)) == (2, 1), lines
+    assert lines[0].startswith(line), lines[0]
+
+
+def test_a_bad_registry_in_invoke_yaml_is_blamed_on_that_key(capsys, tmp_path):
+    conf = tmp_path / "site.yaml"
+    conf.write_text("cleanbuild:\n  registry: Not/A Registry\n")
+    code, lines = outcome(capsys, "-f", str(conf), "plan", "--arch", "gfx942")
+    assert (code, lines) == (2, ["error: invoke.yaml cleanbuild.registry 'Not/A Registry' is not a valid image "
+                                 "repository prefix (host[:port]/path, lower case). To fix, correct invoke.yaml "
+                                 "cleanbuild.registry."])
+
+
+def test_a_profile_inheriting_a_missing_profile_names_both(capsys, tmp_path):
+    orphan = tmp_path / "orphan.toml"
+    orphan.write_text('inherits = "no-such-parent"\nname = "orphan"\n')
+    code, lines = outcome(capsys, "plan", "--arch", "gfx942", "--profile", str(orphan))
+    assert (code, len(lines)) == (2, 1)
+    assert lines[0].startswith(f"error: profile {orphan} inherits 'no-such-parent', which is neither a file beside "
+                               "it nor a built-in profile")
+
+
+def test_a_ref_that_is_a_git_option_never_reaches_git(capsys, tmp_path, upstream_sets):
+    witness = tmp_path / "pwned"
+    code, lines = outcome(capsys, "pins", "--profile", "offline", *sets(upstream_sets), "--bump", "aiter",
+                          "--to", f"--upload-pack=touch {witness}")
+    assert (code, len(lines)) == (2, 1)
+    assert lines[0].startswith(f"error: --to '--upload-pack=touch {witness}' is not a commit SHA or a git ref name")
+    assert not witness.exists()
+
+
+def test_a_pull_request_commit_is_refused_by_bump(capsys, upstream_sets):
+    code, lines = outcome(capsys, "pins", "--profile", "offline", *sets(upstream_sets), "--bump", "aiter",
+                          "--to", AITER_PR_HEAD, "--dry-run")
+    assert (code, lines) == (2, [f"error: pins --bump aiter refused: {AITER_PR_HEAD[:12]} is only on "
+                                 "refs/pull/4465/head. To fix, pin the commit that landed on main "
+                                 "(`invoke pins --bump aiter --to SHA`)."])
+
+
+def test_a_commit_the_reachable_repository_lacks_is_not_found(capsys, upstream_sets):
+    code, lines = outcome(capsys, "pins", "--profile", "offline", *sets(upstream_sets), "--bump", "aiter",
+                          "--to", "no-such-branch", "--dry-run")
+    assert (code, len(lines)) == (2, 1)
+    assert "no-such-branch" in lines[0] and "not a commit of" in lines[0]
+
+
+def test_upgrading_a_package_the_lock_does_not_hold_is_refused(capsys, profile_dir, upstream_sets):
+    code, lines = outcome(capsys, "lock", "--profile", str(profile_dir / "offline.toml"), *sets(upstream_sets),
+                          "--upgrade-package", "no-such-package")
+    assert (code, lines) == (2, ["error: --upgrade-package no-such-package: the locks of offline hold no such "
+                                 "package. To fix, name a package listed in its .lock or .build.lock file."])
+
+
+def test_an_invalid_version_in_set_is_one_line(capsys, profile_dir, upstream_sets):
+    code, lines = outcome(capsys, "lock", "--profile", str(profile_dir / "offline.toml"), *sets(upstream_sets),
+                          "--set", "components.torch.version=not a version")
+    assert (code, len(lines)) == (2, 1)
+    assert lines[0] == (f"error: components.torch.version (profile {profile_dir / 'offline.toml'} or --set) "
+                        "'not a version' is not a version (PEP 440). To fix, write it as the index lists it, e.g. "
+                        "2.11.0+rocm7.2.")
+
+
+def test_validate_cli_checks_the_image_before_the_engine(capsys):
+    assert validate_cli.main(["--image", "Bad Ref!"]) == 2
+    assert capsys.readouterr().err.startswith("error: --image 'Bad Ref!' is not an image reference.")
+
+
+def test_validate_cli_refuses_an_empty_gpu_list(capsys):
+    assert validate_cli.main(["--image", "atom-build/clean:x", "--gpu", ","]) == 2
+    assert capsys.readouterr().err.startswith("error: --gpu ',' names no GPU.")
+
+
+@pytest.mark.parametrize("flag", ["--user-id", "--user"])
+def test_validate_cli_refuses_a_user_that_is_not_numeric(capsys, flag):
+    assert validate_cli.main(["--image", "atom-build/clean:x", flag, "1:2:3"]) == 2
+    assert capsys.readouterr().err.startswith("error: --user-id '1:2:3' is not UID or UID:GID.")
+
+
+def test_a_command_nobody_expected_to_fail_is_one_line_exit_3(capsys, monkeypatch):
+    from cleanbuild import run
+
+    def failing(*_args, **_kwargs):
+        raise run.CommandFailed(run.Result(("git", "init"), 128, "", "fatal: cannot mkdir: Read-only file system"))
+
+    monkeypatch.setattr(tasks.commands, "arch_info", failing)
+    code, lines = outcome(capsys, "arch", "--arch", "gfx942")
+    assert (code, lines) == (3, ["error: running git init exited 128: fatal: cannot mkdir: Read-only file system "
+                                 "failed. To fix, read the command's own message above (--debug shows where it was "
+                                 "run from)."])
+
+
+# ---- corrupt files: exit 2 naming the file (3 for a corrupt git object: the host cannot read it) ------------------
+
+def test_a_binary_lock_is_named(capsys, profile_dir):
+    (profile_dir / "offline.lock").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe binary")
+    code, lines = outcome(capsys, "lock", "--check", "--profile", str(profile_dir / "offline.toml"))
+    assert (code, lines) == (2, [f"error: {profile_dir / 'offline.lock'} is not a text lock file (not UTF-8). To fix, "
+                                 "restore it from git or remake it with `invoke lock`."])
+
+
+def test_a_lock_with_a_corrupt_header_is_named(capsys, profile_dir):
+    text = (profile_dir / "offline.lock").read_text()
+    (profile_dir / "offline.lock").write_text(text.replace('{"aiter"', '{aiter', 1))
+    code, lines = outcome(capsys, "lock", "--check", "--profile", str(profile_dir / "offline.toml"))
+    assert (code, len(lines)) == (2, 1)
+    assert lines[0].startswith(f"error: {profile_dir / 'offline.lock'}: its atom-build-lock header is not a JSON object.")
+
+
+def test_a_truncated_profile_is_named(capsys, profile_dir):
+    offline = profile_dir / "offline.toml"
+    offline.write_bytes(offline.read_bytes()[:-40].rsplit(b"\n", 1)[0] + b'\n[components.atom\nrepo = "')
+    code, lines = outcome(capsys, "plan", "--arch", "gfx942", "--profile", str(offline))
+    assert (code, len(lines)) == (2, 1)
+    assert lines[0].startswith(f"error: profile {offline} is not valid TOML (")
+
+
+@pytest.fixture
+def corrupt_repo(tmp_path) -> tuple[Path, str]:
+    """(repository, commit): one commit on main, its objects loose, its root tree object garbage on disk."""
+    work = tmp_path / "corrupt"
+    git = ["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@t.invalid"]
+    subprocess.run(["git", "init", "-q", "-b", "main", str(work)], check=True)  # noqa: S603,S607
+    (work / "setup.py").write_text("print('x')\n")
+    subprocess.run([*git, "add", "."], check=True)  # noqa: S603
+    subprocess.run([*git, "commit", "-q", "-m", "one"], check=True)  # noqa: S603
+    sha, tree = subprocess.run([*git, "rev-parse", "main", "main^{tree}"], check=True, capture_output=True,  # noqa: S603
+                               text=True).stdout.split()
+    obj = work / ".git" / "objects" / tree[:2] / tree[2:]
+    obj.chmod(0o644)
+    obj.write_bytes(zlib.compress(b"tree 99\x00garbage"))
+    return work, sha
+
+
+def test_a_corrupt_git_object_is_one_line_and_exit_3(capsys, monkeypatch, corrupt_repo, upstream_sets):
+    bare, sha = corrupt_repo
+    monkeypatch.setattr(pins, "_json", lambda url: None)  # PyPI: unchecked, not the subject here
+    monkeypatch.setattr(pins, "_text", lambda url: None)
+    code, lines = outcome(capsys, "pins", "--profile", "offline", *sets(upstream_sets),
+                          *sets({"components.aiter.repo": str(bare), "components.aiter.ref": sha}))
+    failed = [line for line in lines if line.startswith("error: ")]
+    assert (code, len(failed)) == (3, 1), lines
+    assert failed[0].startswith(f"error: git ls-tree in {bare} failed because ")
+    assert "Traceback" not in "\n".join(lines)
+
+
+def test_debug_shows_the_traceback_of_a_translated_error(capsys, profile_dir):
+    (profile_dir / "offline.lock").write_bytes(b"\xff\xfe")
+    with pytest.raises(SystemExit) as info:
+        tasks.TaskProgram(namespace=tasks.ns).run(["invoke", "lock", "--check", "--debug", "--profile",
+                                                   str(profile_dir / "offline.toml")])
+    assert info.value.code == 2 and "Traceback" in capsys.readouterr().err
+
+
+# ---- read-only trees (a read-only bind mount: root ignores chmod) -------------------------------------------------
+
+@pytest.fixture
+def read_only(tmp_path):
+    """mount(folder): folder becomes a read-only bind mount of itself until the test ends."""
+    mounted: list[Path] = []
+
+    def mount(folder: Path) -> Path:
+        for argv in (["mount", "--bind", str(folder), str(folder)],
+                     ["mount", "-o", "remount,ro,bind", str(folder)]):
+            proc = subprocess.run(argv, capture_output=True, text=True, check=False)  # noqa: S603
+            if proc.returncode != 0:
+                if mounted or argv[1] == "-o":
+                    subprocess.run(["umount", str(folder)], check=False)  # noqa: S603,S607
+                if CI:
+                    pytest.fail(f"CI=true and a read-only bind mount failed: {proc.stderr.strip()}", pytrace=False)
+                pytest.skip(f"a read-only bind mount is impossible here: {proc.stderr.strip()}")
+        mounted.append(folder)
+        return folder
+
+    yield mount
+    for folder in mounted:
+        subprocess.run(["umount", str(folder)], check=False)  # noqa: S603,S607
+
+
+@pytest.fixture
+def quick_compile(monkeypatch):
+    """uv's resolution replaced by fixed texts: these tests are about the write, not the resolver."""
+    monkeypatch.setattr(lock, "compile_lock", lambda inp, **_: ("# new runtime lock\n", "# new build lock\n"))
+
+
+def test_lock_in_a_read_only_tree_is_exit_3_and_changes_nothing(capsys, profile_dir, upstream_sets, read_only,
+                                                                quick_compile):
+    before = tree_hash(profile_dir)
+    read_only(profile_dir)
+    code, lines = outcome(capsys, "lock", "--profile", str(profile_dir / "offline.toml"), *sets(upstream_sets))
+    assert (code, len(lines)) == (3, 1), lines
+    assert lines[0] == (f"error: reading or writing {profile_dir / 'offline.lock'} failed because Read-only file "
+                        "system. To fix, run it from a writable checkout (this file system is mounted read-only).")
+    assert tree_hash(profile_dir) == before
+
+
+def test_pins_bump_in_a_read_only_tree_is_exit_3_and_changes_nothing(capsys, profile_dir, upstream_sets, read_only,
+                                                                     quick_compile):
+    before = tree_hash(profile_dir)
+    read_only(profile_dir)
+    code, lines = outcome(capsys, "pins", "--profile", str(profile_dir / "offline.toml"), *sets(upstream_sets),
+                          "--bump", "aiter", "--to", AITER_HEAD)
+    failed = [line for line in lines if line.startswith("error: ")]
+    assert (code, len(failed)) == (3, 1), lines
+    assert "Read-only file system" in failed[0]
+    assert tree_hash(profile_dir) == before
+
+
+def test_patches_apply_in_a_read_only_tree_is_exit_3_not_drift(capsys, tmp_path, read_only):
+    root = tmp_path / "site"
+    target = root / "aiter" / "tuned_gemm.py"
+    target.parent.mkdir(parents=True)
+    target.write_bytes((ROOT / "tests" / "patches" / "fixtures" / "aiter" / "tuned_gemm_new.before.py.txt").read_bytes())
+    before = tree_hash(root)
+    read_only(root)
+    assert patches_cli.main(["apply", "--root", str(root)]) == 3
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["patches: error: could not write aiter/tuned_gemm.py (Read-only file system); nothing was changed"]
+    assert tree_hash(root) == before
+
+
+def test_invoke_patch_tells_a_write_failure_from_drift(capsys, tmp_path, read_only):
+    root = tmp_path / "site"
+    target = root / "aiter" / "tuned_gemm.py"
+    target.parent.mkdir(parents=True)
+    target.write_bytes((ROOT / "tests" / "patches" / "fixtures" / "aiter" / "tuned_gemm_new.before.py.txt").read_bytes())
+    read_only(root)
+    code, lines = outcome(capsys, "patch", "--src", str(root))
+    assert (code, lines[-1]) == (3, f"error: patches apply failed because it could not write under {root} (see "
+                                    "above); nothing was changed. To fix, make the folder writable and give it disk "
+                                    "space.")
+
+
+# ---- what only a process shows: the real entry point, a full device, SIGINT ---------------------------------------
+
+def invoke(*args: str, env: dict | None = None, stdout=subprocess.PIPE) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=ROOT, stdout=stdout, stderr=subprocess.PIPE,  # noqa: S603
+                          text=True, timeout=120, env={**os.environ, **(env or {})}, check=False)
+
+
+@pytest.mark.parametrize("argv", [("plan", "--nosuch"), ("plan", "--arch"), ("pins", "--bump")])
+def test_the_invoke_command_exits_2_on_its_own_parse_errors(argv):
+    result = invoke(*argv)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert (result.returncode, len(lines)) == (2, 1), result.stderr
+    assert lines[0].startswith("error: the command line failed to parse because ")
+
+
+def test_invoke_runtime_config_naming_a_folder_is_one_line_exit_2(tmp_path):
+    result = invoke("arch", "--arch", "gfx942", env={"INVOKE_RUNTIME_CONFIG": str(tmp_path)})
+    assert (result.returncode, result.stderr) == (2, f"error: the site config {tmp_path} is a folder, not a YAML "
+                                                     "file. To fix, name an invoke.yaml file (-f FILE or "
+                                                     "INVOKE_RUNTIME_CONFIG=FILE) or unset it.\n")
+
+
+def test_json_to_a_full_device_is_one_line_exit_3():
+    with open("/dev/full", "w") as full:
+        result = invoke("arch", "--arch", "gfx942", "--json", stdout=full)
+    assert (result.returncode, result.stderr) == (3, "error: writing to standard output failed because No space "
+                                                     "left on device. To fix, send the output to a file or a device "
+                                                     "with space (or a pipe that stays open).\n")
+
+
+def test_patches_to_a_full_device_is_one_line_exit_3():
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([sys.executable, "-m", "patches", "list"], cwd=ROOT, stdout=full,  # noqa: S603
+                                stderr=subprocess.PIPE, text=True, timeout=60, check=False)
+    assert (result.returncode, result.stderr) == (3, "patches: error: writing to standard output failed because No "
+                                                     "space left on device (to fix, send the output to a file or a "
+                                                     "device with space)\n")
+
+
+SIGINT_CHILD = """
+import os, sys, time
+from pathlib import Path
+import tasks
+from cleanbuild import lock
+lock.compile_lock = lambda inp, **_: ("# new runtime lock\\n", "# new build lock\\n")
+marker, phase = Path(sys.argv[1]), sys.argv[2]
+real = {"fsync": os.fsync, "replace": os.replace}
+calls = []
+def pause(name):
+    def call(*args):
+        calls.append(name)
+        result = real[name](*args)
+        if len([c for c in calls if c == name]) == 1:
+            marker.write_text("ready")
+            sent = marker.with_name("sent")
+            for _ in range(600):  # SIGINT arrives here; a held SIGINT does not end the wait, the parent's note does
+                if sent.exists():
+                    break
+                time.sleep(0.05)
+        return result
+    return call
+setattr(os, phase, pause(phase))
+tasks.TaskProgram(namespace=tasks.ns).run(["invoke", *sys.argv[3:]])
+"""
+
+
+def interrupt(tmp_path, phase: str, task_argv: list[str]) -> tuple[int, str]:
+    """Run `invoke TASK_ARGV` in a child whose first os.<phase> call pauses; SIGINT it there."""
+    marker = tmp_path / "ready"
+    argv = [sys.executable, "-c", SIGINT_CHILD, str(marker), phase, *task_argv]
+    with subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as child:  # noqa: S603
+        deadline = time.monotonic() + 120
+        while not marker.exists() and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        child.send_signal(signal.SIGINT)
+        time.sleep(0.2)  # the signal is handled (held or raised) before the child reads the note
+        (tmp_path / "sent").write_text("sent")
+        _, err = child.communicate(timeout=60)
+    return child.returncode, err
+
+
+PHASES = pytest.mark.parametrize("phase,changed", [("fsync", False), ("replace", True)],
+                                 ids=["while-staging", "between-the-renames"])
+
+
+@PHASES
+def test_ctrl_c_during_the_lock_write_leaves_both_locks_old_or_both_new(tmp_path, profile_dir, upstream_sets, phase,
+                                                                        changed):
+    """Ctrl-C while the temporary files are written: nothing changed. Ctrl-C between the two renames: held back
+    until the pair is complete. Never one new lock beside an old one; exit 130 either way."""
+    before = tree_hash(profile_dir)
+    code, err = interrupt(tmp_path, phase, ["lock", "--profile", str(profile_dir / "offline.toml"),
+                                            *sets(upstream_sets)])
+    after = tree_hash(profile_dir)
+    moved = {name for name in before if before[name] != after.get(name)}
+    assert (code, err.splitlines()[-1]) == (130, "error: interrupted"), err
+    assert moved == ({"offline.lock", "offline.build.lock"} if changed else set())
+    assert sorted(after) == sorted(before)  # no temporary or backup file left behind
+
+
+@PHASES
+def test_ctrl_c_during_a_bump_leaves_profile_and_locks_old_or_all_new(tmp_path, profile_dir, upstream_sets, phase,
+                                                                      changed):
+    """pins --bump writes the defining profile and the locks of it and its heir as one set (issue 20)."""
+    before = tree_hash(profile_dir)
+    code, err = interrupt(tmp_path, phase, ["pins", "--profile", str(profile_dir / "offline.toml"),
+                                            *sets(upstream_sets), "--bump", "aiter", "--to", AITER_HEAD])
+    after = tree_hash(profile_dir)
+    moved = {name for name in before if before[name] != after.get(name)}
+    every = {"default.toml", "default.lock", "default.build.lock", "offline.lock", "offline.build.lock"}
+    assert (code, err.splitlines()[-1]) == (130, "error: interrupted"), err
+    assert moved == (every if changed else set())
+    assert sorted(after) == sorted(before)
+
+
+# ---- help text: one meaning per flag, no nameless flag ----------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(tasks.ns.task_names))
+def test_help_lists_no_short_flag_and_no_nameless_flag(capsys, name):
+    with pytest.raises(SystemExit):
+        tasks.TaskProgram(namespace=tasks.ns).run(["invoke", "--help", name])
+    options = capsys.readouterr().out.split("Options:", 1)[-1]
+    flags = [line.split()[0] for line in options.splitlines() if line.strip().startswith("-")]
+    assert flags and all(flag.startswith("--") and flag[2:3].isalpha() for flag in flags), flags
+
+
+# ---- nox -s validate keeps the exit code ----------------------------------------------------------------------------
+
+class FailingSession:
+    def __init__(self, code: int):
+        self.code = code
+
+    def run(self, *argv: str) -> None:
+        import nox
+
+        raise nox.command.CommandFailed(f"Returned code {self.code}", return_code=self.code)
+
+
+@pytest.mark.parametrize("code", [2, 3, 4, 130])
+def test_nox_validate_passes_the_command_exit_code_through(code):
+    import noxfile
+
+    with pytest.raises(SystemExit) as info:
+        noxfile._run_keeping_code(FailingSession(code), "python", "-m", "cleanbuild.validate_cli")
+    assert info.value.code == code
+
+
+def test_nox_validate_leaves_a_wrong_result_to_nox_as_exit_1():
+    import nox
+
+    import noxfile
+
+    with pytest.raises(nox.command.CommandFailed):
+        noxfile._run_keeping_code(FailingSession(1), "python", "-m", "cleanbuild.validate_cli")
