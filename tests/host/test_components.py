@@ -86,39 +86,26 @@ def _edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new, 1))
 
 
-def test_the_locks_header_alone_moves_only_what_records_the_lock_digest(profile_dir):
+LAYERS_ABOVE = {"venv", "atom-layer", "wheels", "clean", "candidate"}
+
+
+@pytest.mark.parametrize("lock_file,old,new,expected", [
+    # the header alone (it names both pins): only what records the lock's digest
+    ("offline.lock", '"python": "3.11"', '"python": "3.11", "note": "x"', {"wheels", "clean", "candidate"}),
+    # a line outside aiter's closure: the closure's wheels, not aiter
+    ("offline.lock", "uvicorn==0.54.0", "uvicorn==0.54.1", {"deps", *LAYERS_ABOVE}),
+    # a line aiter's build installs: the closure's wheels and aiter
+    ("offline.lock", "pandas==3.1.1", "pandas==3.1.2", {"deps", "aiter", *LAYERS_ABOVE}),
+    # the sdist line: sdists, not deps
+    ("offline.lock", "zmq==0.0.0", "zmq==0.0.1", {"sdists", *LAYERS_ABOVE}),
+    # the build tools: every image
+    ("offline.build.lock", "wheel==", "wheel===", ALL),
+], ids=["header", "outside-aiter", "aiter-closure", "sdist", "build-tools"])
+def test_a_lock_edit_moves_exactly_the_keys_that_read_it(profile_dir, lock_file, old, new, expected):
     path = profile_dir / "offline.toml"
     before = keys(path=path)
-    _edit(profile_dir / "offline.lock", '"python": "3.11"', '"python": "3.11", "note": "x"')
-    assert moved(before, keys(path=path)) == {"wheels", "clean", "candidate"}
-
-
-def test_a_lock_line_outside_aiters_closure_moves_deps_not_aiter(profile_dir):
-    path = profile_dir / "offline.toml"
-    before = keys(path=path)
-    _edit(profile_dir / "offline.lock", "uvicorn==0.54.0", "uvicorn==0.54.1")
-    assert moved(before, keys(path=path)) == {"deps", "venv", "atom-layer", "wheels", "clean", "candidate"}
-
-
-def test_a_lock_line_aiters_build_installs_moves_deps_and_aiter(profile_dir):
-    path = profile_dir / "offline.toml"
-    before = keys(path=path)
-    _edit(profile_dir / "offline.lock", "pandas==3.1.1", "pandas==3.1.2")
-    assert moved(before, keys(path=path)) == {"deps", "aiter", "venv", "atom-layer", "wheels", "clean", "candidate"}
-
-
-def test_the_sdist_line_moves_sdists_not_deps(profile_dir):
-    path = profile_dir / "offline.toml"
-    before = keys(path=path)
-    _edit(profile_dir / "offline.lock", "zmq==0.0.0", "zmq==0.0.1")
-    assert moved(before, keys(path=path)) == {"sdists", "venv", "atom-layer", "wheels", "clean", "candidate"}
-
-
-def test_the_build_tools_move_every_wheel(profile_dir):
-    path = profile_dir / "offline.toml"
-    before = keys(path=path)
-    _edit(profile_dir / "offline.build.lock", "wheel==", "wheel===")
-    assert moved(before, keys(path=path)) == ALL
+    _edit(profile_dir / lock_file, old, new)
+    assert moved(before, keys(path=path)) == expected
 
 
 def test_aiters_build_environment_is_aiters_and_torchs_closure_not_atoms():
