@@ -25,7 +25,7 @@ NOT_IN_KEY = frozenset({"MAX_JOBS"})
 # The wheels units in build order, and the image argument each one is handed to others as.
 WHEEL_UNITS = ("torch", "triton", "deps", "sdists", "atom", "aiter", "mori", "installer")
 IMAGE_ARGS = {f"{u.upper()}_WHEELS": u for u in WHEEL_UNITS}
-ARCH_UNITS = frozenset({"aiter", "mori", "wheels", "clean", "candidate"})  # one per arch and CK mode
+ARCH_UNITS = frozenset({"aiter", "mori", "wheels", "clean", "dev", "candidate"})  # one per arch and CK mode
 LAYER_ARGS = {"VENV_IMAGE": "venv", "ATOM_IMAGE": "atom-layer", "WHEELS_IMAGE": "wheels", "IMAGE": "clean"}
 
 
