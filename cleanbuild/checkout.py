@@ -133,10 +133,10 @@ def _git(path: Path, *args: str, env: Mapping[str, str] | None = None, check: bo
 def work_tree(component: str, path: Path) -> Path:
     """The root of a git work tree of that component, or a one-line UsageError saying which it is not."""
     if not path.is_dir():
-        raise UsageError(f"--src {component}={path}: not a folder. To fix, pass the root of a {component} git checkout.")
+        raise UsageError(f"--src {component}={path}: not a folder. To fix, pass the root of a git checkout of {component}.")
     top = _git(path, "rev-parse", "--show-toplevel", check=False).strip()
     if not top:
-        raise UsageError(f"--src {component}={path}: not a git repository (or a bare one). To fix, pass a {component} git checkout with a work tree.")
+        raise UsageError(f"--src {component}={path}: not a git repository (or a bare one). To fix, pass a git checkout of {component} with a work tree.")
     root = Path(top)
     package, marker = COMPONENTS[component]
     if not (root / package).is_dir() or not (root / marker).is_file():

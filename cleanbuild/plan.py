@@ -161,7 +161,8 @@ class Plan:
 
     @property
     def builds(self) -> tuple[BuildSpec, ...]:
-        return (self.wheels, self.clean, self.patch)
+        dev = tuple(build_spec(u) for u in self.units if u.name == "dev")
+        return (self.wheels, self.clean, *dev, self.patch)
 
     def unit(self, name: str) -> Unit:
         return next(u for u in self.units if u.name == name)
@@ -461,5 +462,6 @@ def commands(plan: Plan) -> list[list[str]]:
     out.append(plan.validate.argv(plan.patch.image, ("<GPU flags: /dev/kfd, chosen render nodes, their GIDs>",)))
     if plan.smoke:
         out.append(plan.smoke.argv(plan.patch.image, ("<GPU flags>",)))
-    out.append(["docker", "tag", plan.patch.image, f"{plan.release_repo}:<tag from the image's versions>"])
+    tag = srcplan.dev_tag(o.user, o.src) if plan.dirty else "<tag from the image's versions>"
+    out.append(["docker", "tag", plan.patch.image, f"{plan.release_repo}:{tag}"])
     return out

@@ -63,7 +63,7 @@ def package_hashes(cli, image: str) -> dict[str, str]:
 
 def test_the_plan_takes_the_overlay_route_for_it(dev_build):
     plan, _ = dev_build
-    assert [(c.route, c.reasons) for c in plan.options.src] == [("overlay", (ADDED, DELETED, EDITED))]
+    assert [(c.route, c.reasons) for c in plan.options.src] == [("overlay", tuple(sorted((ADDED, DELETED, EDITED))))]
 
 
 def test_the_dev_layer_differs_from_the_clean_image_in_exactly_the_edited_files(docker_engine, dev_build):
