@@ -18,22 +18,8 @@ from cleanbuild import plan as P
 from cleanbuild import profiles, srcplan
 from cleanbuild.arch import Arch
 from cleanbuild.errors import UsageError
+from tests.support.gitrepos import commit_all, git
 from tests.support.upstream import AITER_HEAD, AITER_PIN, upstream_dir
-
-IDENT = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t.invalid", "GIT_COMMITTER_NAME": "t",
-         "GIT_COMMITTER_EMAIL": "t@t.invalid", "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
-         "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-c", "safe.directory=*", "-C", str(repo), *args], check=True, capture_output=True,  # noqa: S603,S607
-                          text=True, env={"PATH": "/usr/bin:/bin", "HOME": str(repo), **IDENT}).stdout.strip()
-
-
-def commit_all(repo: Path, message: str) -> str:
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", message)
-    return git(repo, "rev-parse", "HEAD")
 
 
 @pytest.fixture
