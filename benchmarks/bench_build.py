@@ -19,9 +19,10 @@ that on. Measured, in order:
             the cold build's images still there (a fresh node that pulled them): wheels and build-step seconds,
             which component builds ran, and the new release image's new bytes over its total bytes
   src       `--src aiter=CLONE` (gfx950 CK-free, the pinned images present): a one-line edit of aiter/tuned_gemm.py
-            to a validated dev image (overlay route), then a one-line edit under csrc/ (the aiter wheel rebuilt,
-            everything else reused): build steps (reading the checkout through the patch layer) and total (through
-            validation, the dev tag and the report), beside the cold build of the `single` row. It prunes nothing.
+            to a validated dev image (overlay route), then a one-line edit under csrc/, twice (the aiter wheel
+            rebuilt, everything else reused): build steps (reading the checkout through the patch layer) and total
+            (through validation, the dev tag and the report), beside the cold build of the `single` row (this
+            row prunes nothing).
 
 `--only ROW[,ROW]` runs some rows (bump alone takes ~10 min on 2 cores) and updates them in --out, keeping the others.
 """
@@ -227,7 +228,10 @@ def bump(cli) -> dict:
 
 # ---- src --------------------------------------------------------------------------------------------------------
 
-SRC_EDITS = (("python", "aiter/tuned_gemm.py", "#"), ("csrc", "csrc/include/aiter_enum.h", "//"))
+# csrc twice: the first edit meets BuildKit's cache as it finds it (aiter's build environment, a BuildKit stage and
+# no keyed image, may have been pruned), the second shows a developer's next edit.
+SRC_EDITS = (("python", "aiter/tuned_gemm.py", "#"), ("csrc", "csrc/include/aiter_enum.h", "//"),
+             ("csrc_again", "csrc/include/aiter_enum.h", "//"))
 BUILD_STEPS = ("preflight", "prepare", "wheels", "clean", "dev", "patch")
 
 

@@ -3,9 +3,9 @@
 - overlay route: a small folder with exactly the changed files (files/<site-packages path>), manifest.json and
   overlay.py (docker/dev); each file checked against the blob SHA the plan read, so an edit made after the plan
   cannot slip into an image keyed by the old content.
-- wheel route: the profile's wheels context (hard links) with local/repos/<component>.git replaced by the
-  checkout's history, its tags and the snapshot commit of its working tree (made again here; it must be the
-  plan's snapshot). git-fetch.sh fetches that commit as it fetches a pin.
+- wheel route: the part of the profile's wheels context a wheel target reads (docker/, lock/: hard links) and
+  local/repos/<component>.git holding the checkout's history, its tags and the snapshot commit of its working tree
+  (made again here; it must be the plan's snapshot). git-fetch.sh fetches that commit as it fetches a pin.
 Each is built in a temporary folder and renamed into place; an existing one is reused (its name is its content).
 """
 
@@ -76,11 +76,12 @@ def _git(*args: str, env: dict[str, str] | None = None) -> str:
 
 
 def _src_context(profile_context: Path, checkout: Checkout, tmp: Path) -> None:
-    own = profile_context / "local" / "repos"
-    skip = f"{checkout.component}.git"
-    shutil.copytree(profile_context, tmp, dirs_exist_ok=True, copy_function=os.link, symlinks=True,
-                    ignore=lambda folder, names: [skip] if Path(folder) == own and skip in names else [])
-    repo = tmp / "local" / "repos" / skip
+    """What a wheel target reads of the context (docker/scripts, lock/, local/repos/<name>.git), no more: the
+    profile's local wheels (torch) are read through their component images, and a smaller context loads faster."""
+    for part in ("docker", "lock"):
+        shutil.copytree(profile_context / part, tmp / part, copy_function=os.link, symlinks=True)
+    repo = tmp / "local" / "repos" / f"{checkout.component}.git"
+    repo.parent.mkdir(parents=True)
     _git("init", "-q", "--bare", str(repo))
     env = snapshot_env(checkout.path, repo / "objects", tmp / "index")
     _, commit = snapshot(checkout.path, checkout.head, env)

@@ -22,10 +22,8 @@ from tests.support.gitrepos import commit_all, git
 from tests.support.upstream import AITER_HEAD, AITER_PIN, upstream_dir
 
 
-@pytest.fixture
-def tiny_aiter(tmp_path) -> tuple[Path, str]:
+def make_tiny_aiter(repo: Path) -> tuple[Path, str]:
     """A hand-made aiter checkout: aiter/ package, setup.py, csrc/, one commit (the 'pin')."""
-    repo = tmp_path / "aiter"
     for rel, text in {"setup.py": "setup()\n", "aiter/__init__.py": "", "aiter/tuned_gemm.py": "x = 1\n",
                       "aiter/configs/bf16_tuned_gemm.csv": "gfx,cu_num\n", "csrc/gemm.cu": "// kernel\n",
                       "docs/index.md": "# docs\n", "aiter/old.py": "gone = True\n"}.items():
@@ -33,6 +31,11 @@ def tiny_aiter(tmp_path) -> tuple[Path, str]:
         (repo / rel).write_text(text)
     git(repo, "init", "-q")
     return repo, commit_all(repo, "pin")
+
+
+@pytest.fixture
+def tiny_aiter(tmp_path) -> tuple[Path, str]:
+    return make_tiny_aiter(tmp_path / "aiter")
 
 
 def change(path: str, status: str = "modified") -> C.Change:
@@ -234,10 +237,10 @@ def plan_with(*src: C.Checkout) -> P.Plan:
     return P.make_plan(profiles.load("offline"), P.Options(arch=Arch.GFX950, ck_free=True, src=src))
 
 
-@pytest.fixture
-def overlay(tiny_aiter) -> C.Checkout:
+@pytest.fixture(scope="module")
+def overlay(tmp_path_factory) -> C.Checkout:
     """An overlay checkout (the planner reads the resolved value only: its pin need not be the profile's)."""
-    repo, pin = tiny_aiter
+    repo, pin = make_tiny_aiter(tmp_path_factory.mktemp("overlay") / "aiter")
     (repo / "aiter" / "tuned_gemm.py").write_text("x = 2\n")
     return C.resolve("aiter", repo, pin)
 

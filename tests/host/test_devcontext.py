@@ -76,8 +76,8 @@ def wheel_plan(tmp_path, checkout) -> P.Plan:
     repo, pin = checkout
     (repo / "csrc" / "gemm.cu").write_text("// faster\n")
     plan = plan_for(tmp_path, resolve("aiter", repo, pin))
-    plan.prepare.context.joinpath("local", "repos").mkdir(parents=True)  # the profile's context, as prepare makes it
-    plan.prepare.context.joinpath("lock").mkdir()
+    for folder in ("local/repos", "lock", "docker/scripts"):  # the profile's context, as prepare makes it
+        plan.prepare.context.joinpath(folder).mkdir(parents=True)
     plan.prepare.context.joinpath("lock", "build.txt").write_text("pip==25.0\n")
     devcontext.prepare(plan)
     return plan
@@ -109,6 +109,7 @@ def test_a_different_snapshot_than_the_plans_fails(tmp_path, checkout):
     (repo / "csrc" / "gemm.cu").write_text("// faster\n")
     found = resolve("aiter", repo, pin)
     plan = plan_for(tmp_path, replace(found, snapshot="0" * 40))
-    plan.prepare.context.joinpath("local", "repos").mkdir(parents=True)
+    for folder in ("local/repos", "lock", "docker/scripts"):
+        plan.prepare.context.joinpath(folder).mkdir(parents=True)
     with pytest.raises(StepFailed, match="changed since the plan"):
         devcontext.prepare(plan)
