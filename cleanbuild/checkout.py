@@ -155,14 +155,17 @@ def relation(root: Path, head: str, pin: str) -> str:
     return "ancestor" if _is_ancestor(root, head, pin) else "unrelated"
 
 
+def _succeeds(root: Path, *args: str) -> bool:
+    return run(["git", "-c", "safe.directory=*", "-C", str(root), *args], check=False, capture=True,
+               echo=False).returncode == 0
+
+
 def _has(root: Path, sha: str) -> bool:
-    return run(["git", "-c", "safe.directory=*", "-C", str(root), "cat-file", "-e", f"{sha}^{{commit}}"],
-               check=False, capture=True, echo=False).returncode == 0
+    return _succeeds(root, "cat-file", "-e", f"{sha}^{{commit}}")
 
 
 def _is_ancestor(root: Path, a: str, b: str) -> bool:
-    return run(["git", "-c", "safe.directory=*", "-C", str(root), "merge-base", "--is-ancestor", a, b],
-               check=False, capture=True, echo=False).returncode == 0
+    return _succeeds(root, "merge-base", "--is-ancestor", a, b)
 
 
 def snapshot_env(root: Path, objects: Path, index: Path) -> dict[str, str]:
