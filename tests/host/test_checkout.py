@@ -6,13 +6,16 @@ with a one-line edit; the planner tests feed it checkouts resolved the same way.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from invoke import Program
 
+import tasks
 from cleanbuild import checkout as C
 from cleanbuild import plan as P
 from cleanbuild import profiles, srcplan
@@ -303,3 +306,28 @@ def test_overlay_manifest_lists_copies_and_deletions(tiny_aiter):
     (repo / "aiter" / "old.py").unlink()
     manifest = srcplan.overlay_manifest((C.resolve("aiter", repo, pin),))
     assert ([f for f, _ in manifest["files"]], manifest["deleted"]) == (["aiter/tuned_gemm.py"], ["aiter/old.py"])
+
+
+# ---- the CLI: `invoke plan --src` in-process ------------------------------------------------------------------
+
+def invoke_plan(*argv: str) -> Program:
+    return Program(namespace=tasks.ns, version="test").run(["invoke", "plan", "--arch", "gfx950", "--ck-free", *argv])
+
+
+@pytest.mark.parametrize("value,needle", [
+    ("torch=/tmp", "error: --src names component 'torch'"), ("aiter", "error: --src 'aiter' is not COMPONENT=PATH"),
+    ("aiter=/no/such/folder", "error: --src aiter=/no/such/folder: not a folder"),
+])
+def test_plan_with_a_bad_src_is_one_line_and_exit_2(capsys, monkeypatch, value, needle):
+    monkeypatch.delenv("INVOKE_RUNTIME_CONFIG", raising=False)
+    with pytest.raises(SystemExit) as info:
+        invoke_plan("--src", value)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert (info.value.code, len(lines), lines[0].startswith(needle)) == (2, 1, True), lines
+
+
+def test_plan_json_says_the_route_and_the_files_that_decided_it(capsys, monkeypatch, real_edit):
+    monkeypatch.delenv("INVOKE_RUNTIME_CONFIG", raising=False)
+    invoke_plan("--profile", "offline", "--src", f"aiter={real_edit}", "--json")
+    src = json.loads(capsys.readouterr().out)["src"][0]
+    assert (src["route"], src["decided_by"], src["why"].split(":")[0]) == ("overlay", ["aiter/tuned_gemm.py"], "overlay")
