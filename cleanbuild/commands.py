@@ -60,11 +60,7 @@ def show_plan(inputs: Inputs, config: Mapping[str, object], *, as_json: bool) ->
             "release": f"{plan.release_repo}:<tag>", "smoke": plan.smoke_skip_reason or "yes",
             "steps": " -> ".join(plan.steps)})
         for found in plan.options.src:
-            print_rows(f"--src {found.component}={found.path}", {
-                "head": f"{found.head} ({found.relation} of the pin {found.pin[:12]})", "path": srcplan.why(found),
-                "changed": ", ".join(f"{c.status} {c.path}" for c in found.changes[:20]) or "nothing",
-                "image": f"{plan.release_repo}:{srcplan.dev_tag(plan.options.user, plan.options.src)} (dev tag, dirty)"
-                if plan.dirty else "the pinned build"})
+            print_rows(f"--src {found.component}={found.path}", srcplan.rows(found, plan.options, plan.release_repo))
         console.print(units_table(plan, unit_states(plan)))
         for argv in commands(plan):
             print(quote(argv))

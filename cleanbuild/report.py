@@ -142,7 +142,7 @@ def _src(checkouts: list[dict]) -> list[str]:
         return []
     out = ["", "## Local checkouts (--src): a dev image, labelled dirty, never a release", ""]
     for c in checkouts:
-        out.append(f"- {c['component']}: {c['path']} at {c['head'][:12]} ({c['relation']} of the pin {c['pin'][:12]}); "
+        out.append(f"- {c['component']}: {c['path']} at {c['head'][:12]} (relation to the pin {c['pin'][:12]}: {c['relation']}); "
                    f"route {c['route']}, decided by {', '.join(c['decided_by']) or 'nothing'}; diff {c['diff_hash'][:12]}")
         out += [f"  - {f['status']}: {f['path']}" for f in c["changed"]]
     return out

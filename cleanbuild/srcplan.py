@@ -108,5 +108,21 @@ def why(checkout: Checkout) -> str:
     return f"{checkout.route}: {what}; decided by {files}"
 
 
+def relation_text(checkout: Checkout) -> str:
+    words = {"same": "the pinned commit", "descendant": "a descendant of the pin", "ancestor": "an ancestor of the pin",
+             "unrelated": "unrelated to the pin"}
+    return f"{words[checkout.relation]} {checkout.pin[:12]}"
+
+
+def rows(checkout: Checkout, options, release_repo: str) -> dict[str, str]:
+    """`invoke plan`'s table for one checkout: HEAD and the pin, the route and why, the files, the image's tag."""
+    changed = ", ".join(f"{c.status} {c.path}" for c in checkout.changes[:20])
+    more = f" and {len(checkout.changes) - 20} more" if len(checkout.changes) > 20 else ""
+    image = (f"{release_repo}:{dev_tag(options.user, options.src)} (dev tag, labelled dirty)" if dirty(options.src)
+             else "the pinned build")
+    return {"head": f"{checkout.head} ({relation_text(checkout)})", "path": why(checkout),
+            "changed": (changed + more) or "nothing", "image": image}
+
+
 def _digest(obj: object) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
