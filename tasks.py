@@ -93,6 +93,8 @@ COMMON_HELP = {
     "user_id": "run GPU containers as this user (UID[:GID]); default: the image's user",
     "registry": "image name prefix HOST[:PORT]/PATH: with a host, images are pulled and pushed there by content key "
                 "(default: invoke.yaml cleanbuild.registry, atom-build)",
+    "src": "build from a local checkout as it is on disk, COMPONENT=PATH (aiter or atom; repeatable): Python/CSV/JSON "
+           "edits of the package become a layer over the clean image, anything else rebuilds that wheel; dev tag only",
     "dry_run": "print what would run, run nothing",
     "debug": "show the traceback on failure",
 }
@@ -125,6 +127,7 @@ def _conf(c) -> dict:
 
 def _inputs(**kw) -> Inputs:
     kw["sets"] = tuple(kw.pop("set", None) or ())
+    kw["src"] = tuple(kw.pop("src", None) or ())
     if "gpu" in kw:
         kw["gpus"] = kw.pop("gpu")
     if "user_id" in kw:
@@ -143,36 +146,36 @@ def arch(c, arch=None, json_=False, debug=False):
         commands.print_rows("architecture", info)
 
 
-@task(iterable=["set"], help=_help("arch", "ck_free", "profile", "set", "builder", "ca_bundle", "debug",
-                                   model="model folder for the smoke test", json="print the plan as JSON"))
+@task(iterable=["set", "src"], help=_help("arch", "ck_free", "profile", "set", "builder", "ca_bundle", "src", "debug",
+                                          model="model folder for the smoke test", json="print the plan as JSON"))
 @_guard
 def plan(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca_bundle=None, model=None,  # noqa: A002
-         json_=False, debug=False):
+         src=None, json_=False, debug=False):
     """Print the resolved build plan and the exact commands build-clean would run; touches nothing."""
     commands.show_plan(_inputs(arch=arch, ck_free=ck_free, profile=profile, set=set, builder=builder,
-                               ca_bundle=ca_bundle, model=model), _conf(c), as_json=json_)
+                               ca_bundle=ca_bundle, model=model, src=src), _conf(c), as_json=json_)
 
 
-@task(iterable=["set"], help=_help("arch", "ck_free", "profile", "set", "builder", "ca_bundle", "progress", "registry",
-                                   "dry_run", "debug", export="write the wheels and manifest.json to this new folder",
+@task(iterable=["set", "src"], help=_help("arch", "ck_free", "profile", "set", "builder", "ca_bundle", "progress", "registry",
+                                          "src", "dry_run", "debug", export="write the wheels and manifest.json to this new folder",
                                    rebuild="build even when an image with the same content key exists"))
 @_guard
 def wheels(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca_bundle=None,  # noqa: A002
-           progress=None, registry=None, export=None, rebuild=False, dry_run=False, debug=False):
+           progress=None, registry=None, export=None, rebuild=False, src=None, dry_run=False, debug=False):
     """Build (or reuse, here or from the registry) the wheels image: every dependency built once, with a manifest."""
     commands.wheels(_inputs(arch=arch, ck_free=ck_free, profile=profile, set=set, builder=builder,
-                            ca_bundle=ca_bundle, progress=progress, registry=registry), _conf(c),
+                            ca_bundle=ca_bundle, progress=progress, registry=registry, src=src), _conf(c),
                     export=Path(export) if export else None, rebuild=rebuild, dry_run=dry_run)
 
 
-@task(iterable=["set"], help=_help("arch", "ck_free", "profile", "set", "builder", "ca_bundle", "progress",
-                                   "registry", "dry_run", "debug"))
+@task(iterable=["set", "src"], help=_help("arch", "ck_free", "profile", "set", "builder", "ca_bundle", "progress",
+                                          "registry", "src", "dry_run", "debug"))
 @_guard
 def clean(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca_bundle=None,  # noqa: A002
-          progress=None, registry=None, dry_run=False, debug=False):
+          progress=None, registry=None, src=None, dry_run=False, debug=False):
     """Build the clean runtime image from the (reused or built) wheels image: zero compilation."""
     commands.clean(_inputs(arch=arch, ck_free=ck_free, profile=profile, set=set, builder=builder,
-                           ca_bundle=ca_bundle, progress=progress, registry=registry), _conf(c), dry_run=dry_run)
+                           ca_bundle=ca_bundle, progress=progress, registry=registry, src=src), _conf(c), dry_run=dry_run)
 
 
 @task(iterable=["only"], help={"src": "patch a source checkout or site-packages folder in place",
@@ -204,19 +207,20 @@ def tag(c, image, user=None, dry_run=False, debug=False):
     commands.tag(image, _inputs(user=user), _conf(c), dry_run=dry_run)
 
 
-@task(iterable=["set"], help=_help("arch", "ck_free", "profile", "set", "builder", "ca_bundle", "progress", "gpu",
-                                   "user_id", "registry", "dry_run", "debug",
+@task(iterable=["set", "src"], help=_help("arch", "ck_free", "profile", "set", "builder", "ca_bundle", "progress", "gpu",
+                                          "user_id", "registry", "src", "dry_run", "debug",
                                    model="model folder for the 10-token smoke test",
                                    allow_no_smoke="tag the release even without a smoke test",
                                    user="user part of the tag (default: login name)"))
 @_guard
 def build_clean(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca_bundle=None,  # noqa: A002
                 progress=None, model=None, allow_no_smoke=False, user=None, gpu=None, user_id=None, registry=None,
-                dry_run=False, debug=False):
+                src=None, dry_run=False, debug=False):
     """The whole pipeline: preflight, prepare, wheels, clean, patch, validate, smoke, tag, report."""
     commands.build_clean(_inputs(arch=arch, ck_free=ck_free, profile=profile, set=set, builder=builder,
                                  ca_bundle=ca_bundle, progress=progress, model=model, allow_no_smoke=allow_no_smoke,
-                                 user=user, gpu=gpu, user_id=user_id, registry=registry), _conf(c), dry_run=dry_run)
+                                 user=user, gpu=gpu, user_id=user_id, registry=registry, src=src), _conf(c),
+                         dry_run=dry_run)
 
 
 @task(iterable=["set"], help=_help("profile", "set", "gpu", "user_id", "registry", "debug",

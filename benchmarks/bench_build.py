@@ -18,8 +18,13 @@ that on. Measured, in order:
             file inheriting offline, with its own lock), then both again after `docker builder prune -af` with
             the cold build's images still there (a fresh node that pulled them): wheels and build-step seconds,
             which component builds ran, and the new release image's new bytes over its total bytes
+  src       `--src aiter=CLONE` (gfx950 CK-free, the pinned images present): a one-line edit of aiter/tuned_gemm.py
+            to a validated dev image (overlay route), then a one-line edit under csrc/, twice (the aiter wheel
+            rebuilt, everything else reused): build steps (reading the checkout through the patch layer) and total
+            (through validation, the dev tag and the report), beside the cold build of the `single` row (this
+            row prunes nothing).
 
-`--only ROW[,ROW]` runs some rows (bump alone takes ~10 min on 2 cores).
+`--only ROW[,ROW]` runs some rows (bump alone takes ~10 min on 2 cores) and updates them in --out, keeping the others.
 """
 
 from __future__ import annotations
@@ -225,17 +230,67 @@ def bump(cli) -> dict:
     return out
 
 
+# ---- src --------------------------------------------------------------------------------------------------------
+
+# csrc twice: the first edit meets BuildKit's cache as it finds it (aiter's build environment, a BuildKit stage and
+# no keyed image, may have been pruned), the second shows a developer's next edit.
+SRC_EDITS = (("python", "aiter/tuned_gemm.py", "#"), ("csrc", "csrc/include/aiter_enum.h", "//"),
+             ("csrc_again", "csrc/include/aiter_enum.h", "//"))
+BUILD_STEPS = ("preflight", "prepare", "wheels", "clean", "dev", "patch")
+
+
+def src_edit(cli, repo: Path, name: str, rel: str, comment: str) -> dict:
+    """One edit (new bytes every run, so no earlier dev image has its key) to a validated dev image."""
+    from cleanbuild.checkout import resolve
+
+    target = repo / rel
+    original = target.read_bytes()
+    target.write_bytes(original + f"{comment} bench edit {time.time_ns()}\n".encode())
+    try:
+        base = offline_plan(MATRIX[3], run_id=f"bench-src-{name}")
+        start = time.monotonic()
+        found = resolve("aiter", repo, str(base.profile.component("aiter").get("ref")))
+        read_s = time.monotonic() - start
+        plan = make_plan(base.profile, replace(base.options, src=(found,)))
+        rec = pipeline.run(plan, cli, plan.steps, failed_report=False)
+        total = time.monotonic() - start
+    finally:
+        target.write_bytes(original)
+    steps = {s.name: round(s.seconds, 1) for s in rec.steps}
+    build = read_s + sum(s.seconds for s in rec.steps if s.name in BUILD_STEPS)
+    return {"route": found.route, "decided_by": list(found.reasons), "read_checkout_s": round(read_s, 2),
+            "steps": steps, "build_s": round(build, 1), "total_s": round(total, 1), "image": rec.dev_ref,
+            "units_built": [u.name for u in rec.units if u.status == "built"]}
+
+
+def src(cli, cold: dict | None) -> dict:
+    from tests.support.upstream import AITER_PIN, upstream_dir
+
+    out: dict = {"date": dt.date.today().isoformat(), "cold": cold and {
+        "wall_s": cold["wall_s"], "steps": cold["steps"], "from": "the single row of --out"}}
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = Path(tmp) / "aiter"
+        git = ["git", "-c", "safe.directory=*", "-c", "advice.detachedHead=false"]
+        subprocess.run([*git, "clone", "-q", "--no-checkout", str(upstream_dir() / "aiter.git"), str(repo)], check=True)  # noqa: S603
+        subprocess.run([*git, "-C", str(repo), "checkout", "-q", AITER_PIN], check=True)  # noqa: S603
+        for name, rel, comment in SRC_EDITS:
+            out[name] = src_edit(cli, repo, name, rel, comment)
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--registry", default="127.0.0.1:5000")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results.json")
-    parser.add_argument("--only", default="", help="comma-separated rows: single,matrix,tests,registry,bump")
+    parser.add_argument("--only", default="", help="comma-separated rows: single,tests,registry,bump,src")
     args = parser.parse_args()
     cli = engine.client()
     results: dict = {"date": dt.date.today().isoformat(), "machine": "2 cores, 24 GiB (this repo's CI kind)"}
     if args.only:
+        earlier = json.loads(args.out.read_text()) if args.out.is_file() else {}
+        results = {**earlier, **{k: v for k, v in results.items() if k != "date"}}
         for row in args.only.split(","):
-            results[row] = ONLY[row](cli, args)
+            results[row] = ONLY[row](cli, args, results)
         args.out.write_text(json.dumps(results, indent=2) + "\n")
         print(json.dumps(results, indent=2))
         return 0
@@ -250,13 +305,15 @@ def main() -> int:
     results["tests_wall_s"] = nox_tests()
     results["registry"] = registry_flow(cli, args.registry)
     results["bump"] = bump(cli)
+    results["src"] = src(cli, results["single"])
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
     return 0
 
 
-ONLY = {"single": lambda cli, a: single(cli), "tests": lambda cli, a: nox_tests(),
-        "registry": lambda cli, a: registry_flow(cli, a.registry), "bump": lambda cli, a: bump(cli)}
+ONLY = {"single": lambda cli, a, r: single(cli), "tests": lambda cli, a, r: nox_tests(),
+        "registry": lambda cli, a, r: registry_flow(cli, a.registry), "bump": lambda cli, a, r: bump(cli),
+        "src": lambda cli, a, r: src(cli, r.get("single"))}
 
 if __name__ == "__main__":
     sys.exit(main())

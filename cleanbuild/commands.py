@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from . import buildx, engine, metadata, pipeline, report, settings, steps
+from . import buildx, checkout, engine, metadata, pipeline, report, settings, srcplan, steps
 from .arch import Arch, host_runner, resolve
 from .components import changed
 from .console import console, key_values, steps_table, units_table
@@ -43,7 +43,11 @@ def plans(inputs: Inputs, config: Mapping[str, object]) -> list[Plan]:
     """One plan per arch; pure (preparation is a step, after preflight)."""
     profile = load_profile(inputs, config)
     archs = Arch.parse_list(inputs.arch) if inputs.arch else (resolve(None, host_runner).arch,)
-    return [make_plan(profile, options(inputs, config, arch=a)) for a in archs]
+    src = checkout.resolve_all(inputs.src, {n: str(profile.component(n).get("ref")) for n in checkout.COMPONENTS})
+    for found in src:
+        if found.warning():
+            console.print(f"[yellow]{found.warning()}[/yellow]")
+    return [make_plan(profile, replace(options(inputs, config, arch=a), src=src)) for a in archs]
 
 
 def show_plan(inputs: Inputs, config: Mapping[str, object], *, as_json: bool) -> None:
@@ -56,6 +60,8 @@ def show_plan(inputs: Inputs, config: Mapping[str, object], *, as_json: bool) ->
             "wheels image": plan.wheels.image, "clean image": plan.clean.image, "candidate": plan.patch.image,
             "release": f"{plan.release_repo}:<tag>", "smoke": plan.smoke_skip_reason or "yes",
             "steps": " -> ".join(plan.steps)})
+        for found in plan.options.src:
+            print_rows(f"--src {found.component}={found.path}", srcplan.rows(found, plan.options, plan.release_repo))
         console.print(units_table(plan, unit_states(plan)))
         for argv in commands(plan):
             print(quote(argv))
@@ -70,6 +76,7 @@ def plan_dict(plan: Plan) -> dict:
         "images": {"wheels": plan.wheels.image, "clean": plan.clean.image, "candidate": plan.patch.image},
         "release_repo": plan.release_repo, "build_args": {s.step: dict(s.build_args) for s in plan.builds},
         "steps": list(plan.steps), "smoke_skip_reason": plan.smoke_skip_reason,
+        "src": [{**srcplan.describe(c), "why": srcplan.why(c)} for c in plan.options.src],
         "commands": [quote(a) for a in commands(plan)],
         "units": [{"name": u.name, "key": u.key, "image": u.image, "inputs": dict(u.inputs), **state}
                   for u, state in zip(plan.units, unit_states(plan), strict=True)],
@@ -124,8 +131,9 @@ def clean(inputs: Inputs, config, *, dry_run: bool) -> None:
         return
     cli = engine.client()
     for plan in todo:
-        rec = pipeline.run(plan, cli, (*BUILD_STEPS, "clean"), failed_report=False)
-        console.print(f"[green]✓[/green] {plan.clean.image} ({rec.clean_id[:19]})")
+        rec = pipeline.run(plan, cli, (*BUILD_STEPS, "clean", *(("dev",) if "dev" in plan.steps else ())),
+                           failed_report=False)
+        console.print(f"[green]✓[/green] {rec.candidate_ref or plan.clean.image} ({rec.candidate_id[:19]})")
 
 
 def build_clean(inputs: Inputs, config, *, dry_run: bool) -> list[BuildRecord]:
@@ -140,7 +148,7 @@ def build_clean(inputs: Inputs, config, *, dry_run: bool) -> list[BuildRecord]:
     for plan in todo:
         rec = pipeline.run(plan, cli, plan.steps)
         console.print(steps_table(f"build-clean {plan.stem}", rec.steps))
-        result = rec.release_ref or f"{rec.candidate_ref} (no release tag: {rec.steps[-2].detail})"
+        result = rec.release_ref or rec.dev_ref or f"{rec.candidate_ref} (no release tag: {rec.steps[-2].detail})"
         console.print(f"[bold green]done[/bold green]: {result}; report {rec.steps[-1].detail}")
         done.append(rec)
     return done
@@ -211,6 +219,7 @@ def tag(image: str, inputs: Inputs, config, *, dry_run: bool) -> None:
     _checked(image, "--image", inputs, config)
     cli = engine.client()
     plan, rec = image_plan(image, replace(inputs, allow_no_smoke=True), config, cli)
+    steps.refuse_dirty(cli, rec.candidate_id, image)
     if dry_run:
         rec = steps.release_tag(steps.Ctx(plan, cli, steps.Journal()), rec)[0]
     else:

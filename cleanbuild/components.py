@@ -26,7 +26,7 @@ NOT_IN_KEY = frozenset({"MAX_JOBS"})
 WHEEL_UNITS = ("torch", "triton", "deps", "sdists", "atom", "aiter", "mori", "installer")
 BUILD_ENVS = {"builder": ("builder-base", "BUILDER"), "builder-git": ("builder-git-base", "BUILDER_GIT")}
 IMAGE_ARGS = {**{f"{u.upper()}_WHEELS": u for u in WHEEL_UNITS}, **{arg: u for u, (_, arg) in BUILD_ENVS.items()}}
-ARCH_UNITS = frozenset({"aiter", "mori", "wheels", "clean", "candidate"})  # one per arch and CK mode
+ARCH_UNITS = frozenset({"aiter", "mori", "wheels", "clean", "dev", "candidate"})  # one per arch and CK mode
 LAYER_ARGS = {"VENV_IMAGE": "venv", "ATOM_IMAGE": "atom-layer", "WHEELS_IMAGE": "wheels", "IMAGE": "clean"}
 
 

@@ -18,8 +18,9 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from validation.archs import CK_MODES
 
-from . import lock, lockfile, metadata
+from . import lock, lockfile, metadata, srcplan
 from .arch import Arch
+from .checkout import Checkout
 from .components import BUILD_ENVS, WHEEL_UNITS, Unit, make_unit, text_digest
 from .errors import UsageError
 from .gitrepo import is_url, local_path
@@ -28,6 +29,7 @@ from .profiles import Profile
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOCKER_DIR = REPO_ROOT / "docker"
 STEPS = ("preflight", "prepare", "wheels", "clean", "patch", "validate", "smoke", "tag", "report")
+DEV_STEPS = (*STEPS[:4], "dev", *STEPS[4:])  # --src with Python-only edits: the overlay layer before the patches
 IN_IMAGE = metadata.IN_IMAGE
 STANDIN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -51,6 +53,7 @@ class Options:
     gpus: tuple[int, ...] | None = None  # --gpu: the GPUs GPU steps get (None: all)
     container_user: str | None = None  # --user for GPU containers (None: the image's user)
     cache: str = "auto"  # build cache through the registry: auto (inline when the registry is remote), inline, registry, none
+    src: tuple[Checkout, ...] = ()  # --src: local checkouts, resolved (cleanbuild.checkout)
 
     @property
     def remote(self) -> bool:
@@ -158,19 +161,31 @@ class Plan:
 
     @property
     def builds(self) -> tuple[BuildSpec, ...]:
-        return (self.wheels, self.clean, self.patch)
+        dev = tuple(build_spec(u) for u in self.units if u.name == "dev")
+        return (self.wheels, self.clean, *dev, self.patch)
 
     def unit(self, name: str) -> Unit:
         return next(u for u in self.units if u.name == name)
 
     def step_units(self, step: str) -> tuple[Unit, ...]:
         """The units a build step makes: wheels (every component, then the assembly), clean (the three layers)."""
-        names = {"wheels": (*BUILD_ENVS, *WHEEL_UNITS, "wheels"), "clean": CLEAN_UNITS, "patch": ("candidate",)}[step]
+        names = {"wheels": (*BUILD_ENVS, *WHEEL_UNITS, "wheels"), "clean": CLEAN_UNITS, "dev": ("dev",),
+                 "patch": ("candidate",)}[step]
         return tuple(u for u in self.units if u.name in names)
 
     @property
     def stem(self) -> str:
         return f"{self.options.arch.value}-{self.options.ck_mode}"
+
+    @property
+    def dirty(self) -> bool:
+        """Built from a local checkout with changes (--src): labelled dirty, dev-tagged, never released."""
+        return bool(srcplan.dirty(self.options.src))
+
+    @property
+    def src_contexts(self) -> tuple[tuple[Checkout, Path], ...]:
+        """(checkout, build context) of each component whose wheel is built from a checkout."""
+        return tuple((c, self.unit(c.component).context) for c in srcplan.on_route(self.options.src, "wheel"))
 
 
 CLEAN_UNITS = ("venv", "atom-layer", "clean")
@@ -185,13 +200,14 @@ def make_plan(profile: Profile, options: Options) -> Plan:
     units = make_units(profile, options, base, prep)
     by = {u.name: u for u in units}
     smoke, skip = _smoke(profile, options)
+    below = by["dev"] if "dev" in by else by["clean"]
     return Plan(
         profile=profile, options=options, base_image=base, prepare=prep,
         wheels=build_spec(by["wheels"]), clean=build_spec(by["clean"]),
-        patch=patch_build(by["clean"].image, by["candidate"].image),
+        patch=patch_build(below.image, by["candidate"].image),
         validate=_validate(profile, options), smoke=smoke, smoke_skip_reason=skip,
         release_repo=metadata.release_repo(options.registry, options.arch.value, options.ck_mode),
-        wheels_key=by["wheels"].key, units=units,
+        wheels_key=by["wheels"].key, units=units, steps=DEV_STEPS if "dev" in by else STEPS,
     )
 
 
@@ -226,13 +242,19 @@ def make_units(profile: Profile, options: Options, base: str, prep: Prepare) -> 
     for name, (target, arg) in BUILD_ENVS.items():  # the build environments first: every wheel starts FROM them
         unit = add(make_unit(name, (wheels_df[0], target, wheels_df[1]), args, keys, shared, f"{reg}/{name}:"))
         args[arg] = unit.image
+    from_src = {c.component: c for c in srcplan.on_route(options.src, "wheel")}
+    for checkout in from_src.values():  # its REF (so its key, and the manifest's source) names the snapshot
+        args = srcplan.wheel_args(args, checkout)
     for name in WHEEL_UNITS:
         prefix = f"{reg}/wheel-{name}:" + (f"{stem}-" if name in ("aiter", "mori") else "")
         # aiter's build reads the deps images for the lock lines its environment installs: those lines are in
         # its key (extra["aiter"]), the rest of the closure is not.
         skip = frozenset({"DEPS_WHEELS", "SDISTS_WHEELS"}) if name == "aiter" else frozenset()
-        unit = add(make_unit(name, (wheels_df[0], f"{name}-out", wheels_df[1]), args, keys,
-                             extra.get(name, {}), prefix, not_in_key=skip))
+        context, own = wheels_df[1], extra.get(name, {})
+        if name in from_src:  # its own context: the profile's, with the checkout's history as the repository
+            context, own = srcplan.src_context(prep.context, from_src[name]), {**own, "repository": "checkout"}
+        unit = add(make_unit(name, (wheels_df[0], f"{name}-out", context), args, keys, own, prefix,
+                             not_in_key=skip))
         args[f"{name.upper()}_WHEELS"] = unit.image
     assembly = {**args, "LOCK_SHA256": prep.lock_digest,
                 "COMPONENT_KEYS": " ".join(f"{n}={keys[n]}" for n in WHEEL_UNITS)}
@@ -252,8 +274,13 @@ def make_units(profile: Profile, options: Options, base: str, prep: Prepare) -> 
     labelled = {**scripts, "profile": profile.name, "pinned": profile.pinned}
     clean = add(make_unit("clean", (clean_df, "clean", root), {**layer, "ATOM_IMAGE": atom.image}, keys, labelled,
                           f"{reg}/clean:{stem}-"))
-    add(make_unit("candidate", (DOCKER_DIR / "Dockerfile.patch", None, REPO_ROOT), {"IMAGE": clean.image}, keys,
-                  {"patches": _tree_digest(REPO_ROOT / "patches")}, f"{reg}/candidate:{stem}-"))
+    below, patches = clean, {"patches": _tree_digest(REPO_ROOT / "patches")}
+    if srcplan.on_route(options.src, "overlay"):
+        below = add(make_unit("dev", (DOCKER_DIR / "Dockerfile.dev", None, srcplan.dev_context(options.cache_dir, options.src)),
+                              {"IMAGE": clean.image}, keys, srcplan.dev_inputs(options.src), f"{reg}/dev:{stem}-"))
+        patches["unit:dev"] = below.key  # IMAGE stands for the clean image's key in make_unit: name the dev layer's
+    add(make_unit("candidate", (DOCKER_DIR / "Dockerfile.patch", None, REPO_ROOT), {"IMAGE": below.image}, keys,
+                  patches, f"{reg}/candidate:{stem}-"))
     return tuple(units)
 
 
@@ -443,5 +470,6 @@ def commands(plan: Plan) -> list[list[str]]:
     out.append(plan.validate.argv(plan.patch.image, ("<GPU flags: /dev/kfd, chosen render nodes, their GIDs>",)))
     if plan.smoke:
         out.append(plan.smoke.argv(plan.patch.image, ("<GPU flags>",)))
-    out.append(["docker", "tag", plan.patch.image, f"{plan.release_repo}:<tag from the image's versions>"])
+    tag = srcplan.dev_tag(o.user, o.src) if plan.dirty else "<tag from the image's versions>"
+    out.append(["docker", "tag", plan.patch.image, f"{plan.release_repo}:{tag}"])
     return out

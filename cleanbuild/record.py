@@ -63,6 +63,7 @@ class BuildRecord:
     facts: ImageFacts | None = None
     tag: Tag | None = None
     release_ref: str | None = None  # set only once the release tag exists
+    dev_ref: str | None = None  # --src: the dev tag applied instead (never a release tag)
     units: tuple[UnitRecord, ...] = ()  # every keyed image the run made or reused, in build order
     steps: tuple[StepRecord, ...] = field(default=())
 

@@ -10,7 +10,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import engine
+from . import engine, srcplan
 from .plan import REPO_ROOT, Plan
 from .record import BuildRecord
 
@@ -24,7 +24,8 @@ def build(plan: Plan, rec: BuildRecord, cli, *, failed: bool, error: str | None 
     manifest = rec.wheels.manifest if rec.wheels else {}
     return {
         "schema": 2, "status": "failed" if failed else "passed", "error": error,
-        "tag": rec.release_ref, "tag_value": rec.tag.value if rec.tag else None,
+        "tag": rec.release_ref or rec.dev_ref, "tag_value": rec.tag.value if rec.tag else None,
+        "dirty": plan.dirty, "src": [srcplan.describe(c) for c in plan.options.src],
         "tag_changes": list(rec.tag.steps) if rec.tag else [],
         "run_id": rec.run_id, "started_at": rec.started_at, "profile": plan.profile.name,
         "offline_substitutes": _substitutes(plan), "pinned": plan.profile.pinned,
@@ -125,6 +126,7 @@ def markdown(data: dict) -> str:
              f"- base: {data['base_image']}", f"- lock: {data.get('lock_sha256')}",
              f"- wheels manifest: {data.get('wheels_manifest_digest')}"]
     lines += [f"- offline substitutes: {s}" for s in data.get("offline_substitutes") or []]
+    lines += _src(data.get("src") or [])
     lines += _table("Steps", ("step", "status", "seconds", "detail"),
                     [(s["name"], s["status"], s["seconds"], s["detail"]) for s in data["steps"]])
     lines += _table("Images by key (built or reused)", ("unit", "status", "how", "key", "changed since the last build"),
@@ -143,6 +145,18 @@ def markdown(data: dict) -> str:
     lines += ["", "## Largest layers", ""] + [f"- {layer['size'] / 2**20:.1f} MiB: {layer['created_by']}"
                                               for layer in data.get("largest_layers", [])]
     return "\n".join(lines) + "\n"
+
+
+def _src(checkouts: list[dict]) -> list[str]:
+    """--src: each checkout, how it was built and every file that differs from the pin."""
+    if not checkouts:
+        return []
+    out = ["", "## Local checkouts (--src): a dev image, labelled dirty, never a release", ""]
+    for c in checkouts:
+        out.append(f"- {c['component']}: {c['path']} at {c['head'][:12]} (relation to the pin {c['pin'][:12]}: {c['relation']}); "
+                   f"route {c['route']}, decided by {', '.join(c['decided_by']) or 'nothing'}; diff {c['diff_hash'][:12]}")
+        out += [f"  - {f['status']}: {f['path']}" for f in c["changed"]]
+    return out
 
 
 def _table(title: str, header: tuple[str, ...], rows: list[tuple]) -> list[str]:

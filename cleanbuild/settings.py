@@ -108,6 +108,7 @@ class Inputs:
     container_user: str | None = None
     device: str | None = None
     registry: str | None = None
+    src: tuple[str, ...] = ()  # --src COMPONENT=PATH, resolved by cleanbuild.checkout into Options.src
 
 
 def load_profile(inputs: Inputs, config: Mapping[str, object]) -> Profile:

@@ -9,14 +9,14 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import buildx, components, engine, gpu, metadata
+from . import buildx, components, devcontext, engine, gpu, metadata, srcplan
 from . import prepare as preparer
 from . import report as reports
 from .components import Unit
 from .errors import StepFailed, UsageError
 from .plan import BuildSpec, Plan, build_spec, cache_flags, patch_build
 from .record import BuildRecord, StepRecord, UnitRecord, Wheels, clean_labels, digest
-from .tag import TagParts, make_tag
+from .tag import Tag, TagParts, make_tag
 
 Outcome = tuple[BuildRecord, str, str]
 
@@ -47,9 +47,12 @@ def preflight(ctx: Ctx, rec: BuildRecord) -> Outcome:
 
 def prepare(ctx: Ctx, rec: BuildRecord) -> Outcome:
     made = preparer.prepare(ctx.plan, lambda ref: engine.image_id(ctx.cli, ref) is not None)
+    src = devcontext.prepare(ctx.plan)
+    if src:
+        made["src_contexts"] = src
     status = "reused" if made["context_reused"] else "passed"
     return replace(rec, prepared=made), status, f"context {Path(made['context']).name}" + (
-        f", base {made['standin']}" if made.get("standin") else "")
+        f", base {made['standin']}" if made.get("standin") else "") + (f", --src {', '.join(src)}" if src else "")
 
 
 def _ensure(ctx: Ctx, unit: Unit, labels: tuple[tuple[str, str], ...] = ()) -> UnitRecord:
@@ -119,12 +122,25 @@ def wheels(ctx: Ctx, rec: BuildRecord) -> Outcome:
 
 def clean(ctx: Ctx, rec: BuildRecord) -> Outcome:
     done = []
+    rebuilt = srcplan.on_route(ctx.plan.options.src, "wheel")  # a wheel from a checkout: the clean image is dirty
+    own = clean_labels(ctx.plan, rec) + (srcplan.labels(rebuilt) if rebuilt else ())
     for unit in ctx.plan.step_units("clean"):
-        done.append(_ensure(ctx, unit, clean_labels(ctx.plan, rec) if unit.name == "clean" else ()))
+        done.append(_ensure(ctx, unit, own if unit.name == "clean" else ()))
     image_id = done[-1].image_id
     status = "reused" if all(u.status == "reused" for u in done) else "passed"
     rec = replace(rec, clean_id=image_id, candidate_id=image_id, units=(*rec.units, *done))
     return rec, status, f"{done[-1].image}: {_summary(tuple(done))}"
+
+
+def dev(ctx: Ctx, rec: BuildRecord) -> Outcome:
+    """--src, overlay route: the changed files as one layer over the clean image (Dockerfile.dev), labelled dirty."""
+    src = ctx.plan.options.src
+    done = _ensure(ctx, ctx.plan.unit("dev"), srcplan.labels(src))
+    manifest = srcplan.overlay_manifest(src)
+    rec = replace(rec, candidate_id=done.image_id, candidate_ref=done.image, units=(*rec.units, done))
+    detail = (f"{done.image} ({done.how}): {len(manifest['files'])} files copied, {len(manifest['deleted'])} deleted "
+              f"over {ctx.plan.clean.image}")
+    return rec, "reused" if done.status == "reused" else "passed", detail
 
 
 def patch(ctx: Ctx, rec: BuildRecord) -> Outcome:
@@ -216,15 +232,38 @@ def release_tag(ctx: Ctx, rec: BuildRecord) -> tuple[BuildRecord, str]:
     return replace(rec, facts=facts, tag=result), metadata.release_repo(o.registry, facts.arch, facts.ck_mode)
 
 
+def refuse_dirty(cli, image: str, where: str) -> None:
+    """An image built from a local checkout (--src) never gets a release tag."""
+    labels = engine.inspect(cli, image).get("Config", {}).get("Labels") or {}
+    if labels.get(srcplan.DIRTY_LABEL) == "true":
+        raise UsageError(f"{where} is labelled {srcplan.DIRTY_LABEL}=true (built from a local checkout with --src), "
+                         "so it gets no release tag. To fix, commit the change, move the pin and build from the pins.")
+
+
 def tag(ctx: Ctx, rec: BuildRecord) -> Outcome:
     """The release tag, only for an image that passed smoke (or with --allow-no-smoke). Written in the journal
     before it exists, so an interrupted run removes it."""
+    if not ctx.plan.dirty:
+        refuse_dirty(ctx.cli, rec.candidate_id, rec.candidate_ref or str(rec.candidate_id))
     rec, repo = release_tag(ctx, rec)
+    if ctx.plan.dirty:
+        return dev_tag(ctx, rec, repo)
     if (rec.smoke or {}).get("status") != "passed" and not ctx.plan.options.allow_no_smoke:
         return rec, "skipped", f"no smoke test passed, so no release tag (--allow-no-smoke tags anyway); candidate {rec.candidate_ref}"
     ctx.journal.release = (repo, rec.tag.value)
     ref = engine.tag(ctx.cli, rec.candidate_id, repo, rec.tag.value)
     return replace(rec, release_ref=ref), "passed", ref
+
+
+def dev_tag(ctx: Ctx, rec: BuildRecord, repo: str) -> Outcome:
+    """--src: `<repo>:dev-<user>-<diff hash>`, never the release tag (the image is labelled dirty)."""
+    o = ctx.plan.options
+    value = srcplan.dev_tag(o.user, o.src)
+    ctx.journal.release = (repo, value)
+    ref = engine.tag(ctx.cli, rec.candidate_id, repo, value)
+    note = "dev tag: built from a local checkout (--src), labelled dirty, never a release tag"
+    smoke = (rec.smoke or {}).get("status") or "skipped"
+    return replace(rec, tag=Tag(value, rec.tag.parts, (note,)), dev_ref=ref), "passed", f"{ref} (dev tag; smoke {smoke})"
 
 
 def push(ctx: Ctx, rec: BuildRecord) -> Outcome:
@@ -273,5 +312,5 @@ def _tail(text: str, lines: int = 3) -> str:
     return " | ".join(kept)[:400] or "no output"
 
 
-STEPS = {"preflight": preflight, "prepare": prepare, "wheels": wheels, "clean": clean, "patch": patch,
+STEPS = {"preflight": preflight, "prepare": prepare, "wheels": wheels, "clean": clean, "dev": dev, "patch": patch,
          "validate": validate, "smoke": smoke, "tag": tag, "report": report, "push": push}
