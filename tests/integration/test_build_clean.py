@@ -72,7 +72,10 @@ def test_build_clean_tags_and_reports(docker_engine, offline_builds, model, arch
     assert any("AITER_TRITON_ONLY" in s for s in report["offline_substitutes"])
     validation = report["validation"]
     assert validation["arch"] == arch and validation["device"] == "cpu" and validation["exit_code"] == 0
-    assert all(c["status"] in ("passed", "skipped") for c in validation["checks"])
+    statuses = {c["name"]: c["status"] for c in validation["checks"]}
+    # The pin's tuned CSV covers few of the model's shapes (0-23 of 70): a warning, which never stops the build.
+    assert statuses.pop("tuned-csv-coverage") == "warning"
+    assert set(statuses.values()) <= {"passed", "skipped"}, statuses
     smoke = report["smoke"]["result"]
     assert report["smoke"]["status"] == "passed" and smoke["new_tokens"] == 10 and smoke["mode"] == "cpu"
     assert smoke["not_proved"] and "ATOM's engine generating" in smoke["not_proved"][0]
