@@ -26,6 +26,10 @@ from .plan import RunSpec
 from .run import run
 
 MIN_ENGINE = Version("20.10")
+# Moby 26.0 vendors BuildKit 0.13, the first with the exporters' rewrite-timestamp (Debian's build reports BuildKit
+# "v0.0.0+unknown", so the engine's version is what can be read).
+REPRODUCIBLE_ENGINE = Version("26.0")
+CONTAINERD_STORE = "io.containerd.snapshotter.v1"
 _COUNTER = itertools.count()
 
 
@@ -75,6 +79,8 @@ class EngineFacts:
     buildx: str
     root_dir: str
     free_gib: float
+    containerd_store: bool = False  # the containerd image store: an image's ID is its manifest digest
+    reproducible: bool = False  # same inputs, same digest: rewrite-timestamp builds (cleanbuild.buildx)
 
 
 @_boundary
@@ -88,11 +94,21 @@ def preflight(cli, need_gib: float, builder: str | None = None) -> EngineFacts:
         raise EnvironmentProblem("the buildx CLI plugin is missing. To fix, install docker-buildx (see .ci/install-docker.sh).")
     if builder and run(["docker", "buildx", "inspect", builder], check=False, capture=True, echo=False).returncode:
         raise UsageError(f"buildx builder {builder!r} does not exist. To fix, create it (docker buildx create) or drop --builder.")
-    root = cli.info().get("DockerRootDir", "/var/lib/docker")
+    info = cli.info()
+    root = info.get("DockerRootDir", "/var/lib/docker")
     free = shutil.disk_usage(root if Path(root).exists() else "/").free / 2**30
     if free < need_gib:
         raise EnvironmentProblem(f"only {free:.1f} GiB free under {root}; this plan needs {need_gib:.0f} GiB. To fix, run `docker system prune` or free disk.")
-    return EngineFacts(version, result.stdout.strip(), root, round(free, 1))
+    store = dict(info.get("DriverStatus") or []).get("driver-type") == CONTAINERD_STORE
+    return EngineFacts(version, result.stdout.strip(), root, round(free, 1), store,
+                       reproducible_builds(version, store, builder))
+
+
+def reproducible_builds(version: str, containerd_store: bool, builder: str | None) -> bool:
+    """BuildKit >= 0.13 (the engine's own: Docker >= 26) rewrites every file's and the config's times to
+    SOURCE_DATE_EPOCH, and the containerd store loads an OCI archive as it is (ID = manifest digest, pushed
+    unchanged). A named builder's BuildKit version is not known here: it keeps the --load path."""
+    return builder is None and containerd_store and Version(_numeric(version)) >= REPRODUCIBLE_ENGINE
 
 
 def _numeric(version: str) -> str:
@@ -232,6 +248,15 @@ def largest_layers(cli, image: str, count: int = 5) -> list[dict]:
 def layers(cli, image: str) -> list[str]:
     """The image's layer digests (RootFS), bottom first: what two images share is stored and shipped once."""
     return list(cli.api.inspect_image(image).get("RootFS", {}).get("Layers", []))
+
+
+@_boundary
+def save(cli, image: str, dest: Path) -> Path:
+    """`docker save` of one image into dest (a tar: manifest.json names each layer's file, bottom first)."""
+    with dest.open("wb") as out:
+        for chunk in cli.images.get(image).save(named=False):
+            out.write(chunk)
+    return dest
 
 
 def registry_host(ref: str) -> str | None:
