@@ -71,18 +71,21 @@ def compare_digests(cli, first: dict[str, str], second: dict[str, str]) -> dict:
 
 
 def first_difference(cli, a: str, b: str) -> dict:
-    """The first layer (bottom first) whose diff ID differs between images a and b, and the first file in it
-    whose content, mode, owner or time differs; or the image config, when every layer is the same."""
+    """The first layer (bottom first) whose diff ID differs between images a and b (or that only one has), and the
+    first file in it whose content, mode, owner or time differs; or the image config, when every layer is the same."""
     la, lb = engine.layers(cli, a), engine.layers(cli, b)
-    index = next((i for i, (x, y) in enumerate(zip(la, lb, strict=False)) if x != y), None)
-    if index is None and len(la) == len(lb):
-        return {"layer": None, "why": "every layer is the same: the image config differs (labels, environment, times)"}
+    index = next((i for i in range(max(len(la), len(lb))) if _at(la, i) != _at(lb, i)), None)
     if index is None:
-        return {"layer": min(len(la), len(lb)), "why": f"{len(la)} layers against {len(lb)}"}
+        return {"layer": None, "why": "every layer is the same: the image config differs (labels, environment, times)"}
     with tempfile.TemporaryDirectory(prefix="atom-build-diff-") as tmp:
-        files = [layer_files(engine.save(cli, image, Path(tmp) / f"{n}.tar"), index) for n, image in enumerate((a, b))]
+        files = [layer_files(engine.save(cli, image, Path(tmp) / f"{n}.tar"), index) if index < len(layers) else {}
+                 for n, (image, layers) in enumerate(((a, la), (b, lb)))]
     path, what = diff_files(*files)
-    return {"layer": index, "diff_ids": [la[index], lb[index]], "file": path, "why": what}
+    return {"layer": index, "diff_ids": [_at(la, index), _at(lb, index)], "file": path, "why": what}
+
+
+def _at(layers: list[str], index: int) -> str | None:
+    return layers[index] if index < len(layers) else None
 
 
 def layer_files(saved: Path, index: int) -> dict[str, tuple]:
@@ -94,18 +97,25 @@ def layer_files(saved: Path, index: int) -> dict[str, tuple]:
             return {m.name: (_content(layer, m), m.mode, m.uid, m.gid, m.mtime) for m in layer}
 
 
+DIRECTORY = "directory"
+
+
 def _content(layer: tarfile.TarFile, member: tarfile.TarInfo) -> str:
     if member.isfile():
         return hashlib.sha256(layer.extractfile(member).read()).hexdigest()  # type: ignore[union-attr]
-    return f"{member.type!r}->{member.linkname}"
+    return DIRECTORY if member.isdir() else f"{member.type!r}->{member.linkname}"
 
 
 FIELDS = ("content", "mode", "owner", "group", "mtime")
 
 
 def diff_files(a: dict[str, tuple], b: dict[str, tuple]) -> tuple[str | None, str]:
-    """The first path (sorted) present in one layer only or differing in a field, and what differs."""
-    for path in sorted(set(a) | set(b)):
+    """The first path present in one layer only or differing in a field, and what differs: files first (a layer
+    also holds the folders above each file it adds), each group sorted."""
+    def is_dir(path: str) -> bool:
+        return (a.get(path) or b[path])[0] == DIRECTORY
+
+    for path in sorted(set(a) | set(b), key=lambda p: (is_dir(p), p)):
         if path not in a or path not in b:
             return path, "only in the " + ("second" if path not in a else "first") + " image"
         if a[path] != b[path]:

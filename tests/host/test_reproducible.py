@@ -72,3 +72,9 @@ def test_diff_files_names_a_path_present_in_one_layer_only():
 def test_diff_files_of_equal_layers_says_the_archive_differs():
     a = {"x": ("h", 0o644, 0, 0, 0)}
     assert reproduce.diff_files(a, dict(a)) == (None, "same files; the layer's archive differs (order or compression)")
+
+
+def test_diff_files_names_a_file_before_the_folders_above_it():
+    added = {"opt": ("directory", 0o755, 0, 0, 0), "opt/atom-build": ("directory", 0o755, 0, 0, 0),
+             "opt/atom-build/extra.txt": ("h", 0o644, 0, 0, 0)}
+    assert reproduce.diff_files(added, {}) == ("opt/atom-build/extra.txt", "only in the first image")

@@ -2,7 +2,8 @@
 builds of gfx950 CK-free (every image rebuilt, the BuildKit cache pruned and the first build's images removed in
 between) give the same wheels, clean and candidate digests, here and in the registry. When they do not, the
 comparison (cleanbuild.reproduce.compare_digests: the first differing layer and file) is the failure message; it
-is written to reports/reproducibility/ either way."""
+is written to reports/reproducibility/ either way. `invoke verify` rebuilds an image from its labels: the same
+digest for the image as built, the first differing layer and file for one changed after the build."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from dataclasses import replace
 
 import pytest
 
-from cleanbuild import engine, pipeline, reproduce
+from cleanbuild import engine, pipeline, reproduce, verify
+from cleanbuild.errors import StepFailed
 from cleanbuild.plan import Plan, make_plan
+from cleanbuild.settings import Inputs
 from tests.integration.test_registry import registry, registry_digest  # noqa: F401 - the registry fixture
 from tests.support.builds import REPO, VARIANTS, offline_plan
 
@@ -60,3 +63,43 @@ def test_two_cold_builds_give_the_same_digests_here_and_in_the_registry(reproduc
     finally:
         for unit in plan.units:
             engine.untag(cli, unit.image)
+
+
+@pytest.fixture(scope="module")
+def verified_build(reproducible_engine):
+    """gfx950 CK-free built once under names of its own (local, no registry): what invoke verify is given."""
+    base = offline_plan(VARIANTS[0], run_id="verify")
+    plan = make_plan(base.profile, replace(base.options, registry=f"atom-build/verify-{uuid.uuid4().hex[:8]}"))
+    pipeline.run(plan, reproducible_engine, ("preflight", "prepare", "wheels", "clean", "patch"), failed_report=False)
+    yield plan
+    for unit in plan.units:
+        engine.untag(reproducible_engine, unit.image)
+
+
+def test_verify_rebuilds_an_image_from_its_labels_with_the_same_digest(reproducible_engine, verified_build):
+    ref = verified_build.patch.image
+    result = verify.verify(reproducible_engine, ref, Inputs(), {})
+    assert (result["identical"], result["rebuilt"]) == (True, engine.image_id(reproducible_engine, ref))
+
+
+def test_verify_names_the_layer_and_file_of_an_image_changed_after_the_build(reproducible_engine, verified_build,
+                                                                              tmp_path):
+    """A layer added on top (FROM keeps every label): the rebuild has one layer less, and the report names it."""
+    ref = verified_build.patch.image
+    (tmp_path / "Dockerfile").write_text(f"FROM {ref}\nRUN echo changed > /opt/atom-build/extra.txt\n")
+    changed = f"{ref.rsplit(':', 1)[0]}:changed-after-build"
+    subprocess.run(["docker", "buildx", "build", "--load", "--network", "host", "-t", changed, str(tmp_path)],  # noqa: S603,S607
+                   check=True, capture_output=True)
+    result = {}
+    try:
+        result = verify.verify(reproducible_engine, changed, Inputs(), {})
+        layers = len(engine.layers(reproducible_engine, ref))
+        assert (result["identical"], result["difference"]["layer"], result["difference"]["file"]) == (
+            False, layers, "opt/atom-build/extra.txt")
+        with pytest.raises(StepFailed) as info:
+            verify.check(result)
+        assert f"layer {layers}" in str(info.value)
+    finally:
+        engine.untag(reproducible_engine, changed)
+        if result.get("rebuilt_ref") not in (None, ref):
+            engine.untag(reproducible_engine, result["rebuilt_ref"])
