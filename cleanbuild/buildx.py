@@ -28,15 +28,17 @@ SOURCE_DATE_EPOCH = 315532800
 
 
 def build(spec: BuildSpec, options: Options, *, labels: tuple[tuple[str, str], ...] = (),
-          build_args: tuple[tuple[str, str], ...] | None = None, show: bool = True, reproducible: bool = False) -> str:
+          build_args: tuple[tuple[str, str], ...] | None = None, show: bool = True, reproducible: bool = False,
+          containerd_store: bool = False) -> str:
     """Build one spec; returns the image ID. build_args replaces the plan's (the patch step builds FROM an ID).
-    reproducible: the engine can give the same digest for the same inputs (see the module's docstring)."""
+    reproducible: the engine can give the same digest for the same inputs (see the module's docstring);
+    containerd_store: the engine's BuildKit can export every stage's cache to the registry (plan.cache_flags)."""
     if build_args is not None:
         spec = replace(spec, build_args=build_args)
     check_build_args(spec)
     run_dir = options.run_dir
     run_dir.mkdir(parents=True, exist_ok=True)
-    cache = cache_flags(spec, options) if spec.step in ("wheels", "clean") else ()
+    cache = cache_flags(spec, options, containerd_store=containerd_store) if spec.step in ("wheels", "clean") else ()
     if reproducible:
         return _build_reproducible(spec, options, labels, cache, show)
     iid = run_dir / f"{spec.step}.iid"

@@ -57,6 +57,10 @@ def _reproducible(rec: BuildRecord) -> bool:
     return rec.engine is not None and rec.engine.reproducible
 
 
+def _containerd_store(rec: BuildRecord) -> bool:
+    return rec.engine is not None and rec.engine.containerd_store
+
+
 def _ensure(ctx: Ctx, rec: BuildRecord, unit: Unit, labels: tuple[tuple[str, str], ...] = ()) -> UnitRecord:
     """The unit's image: found here by its key (whatever its name; tagged with the plan's name), pulled from the
     registry, or built. With a remote registry, the registry is made to hold it (a manifest check, a push when
@@ -79,11 +83,12 @@ def _ensure(ctx: Ctx, rec: BuildRecord, unit: Unit, labels: tuple[tuple[str, str
             return UnitRecord(unit.name, unit.key, unit.image, image_id, "reused", how)
     last = engine.last_inputs(cli, unit.name, _variant(ctx, unit), unit.key)
     changed = tuple(components.changed(last, dict(unit.inputs))) if last is not None else ("no earlier build here",)
-    image_id = buildx.build(build_spec(unit), o, labels=(*labels, *unit_labels(ctx, unit)), reproducible=_reproducible(rec))
+    image_id = buildx.build(build_spec(unit), o, labels=(*labels, *unit_labels(ctx, unit)), reproducible=_reproducible(rec),
+                            containerd_store=_containerd_store(rec))
     how = "built"
     if o.remote:
         engine.push(cli, unit.image)
-        if cache_flags(build_spec(unit), o):
+        if "type=inline" in cache_flags(build_spec(unit), o, containerd_store=_containerd_store(rec)):  # its -latest tag
             repo, _, tag = unit.image.rpartition(":")
             latest = f"{tag.rsplit('-', 1)[0]}-latest"
             engine.tag(cli, image_id, repo, latest)
