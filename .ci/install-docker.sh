@@ -79,7 +79,11 @@ if ! docker info >/dev/null 2>&1; then
   done
   docker info >/dev/null 2>&1 || { echo "dockerd did not answer on $sock within 60 s; see $log" >&2; exit 1; }
 fi
+if [[ $(docker info --format '{{json .DriverStatus}}') != *containerd.snapshotter* ]]; then
+  echo "warning: the engine on $sock ($(docker version --format '{{.Server.Version}}')) has no containerd image store:" \
+       "it was running before this script and is left as it is; builds there are not reproducible" >&2
+fi
 echo "DOCKER_HOST=unix://$sock"
 docker version --format 'docker engine {{.Server.Version}}, containerd {{range .Server.Components}}{{if eq .Name "containerd"}}{{.Version}}{{end}}{{end}}'
-docker info --format 'storage driver {{.Driver}}, image store {{index .DriverStatus 0}}'
+docker info --format 'storage driver {{.Driver}} {{json .DriverStatus}}'
 docker buildx version
