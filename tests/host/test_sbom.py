@@ -63,3 +63,15 @@ def test_provenance_names_the_pins_and_the_lock_digest(stage):  # noqa: F811
     params = doc["predicate"]["buildDefinition"]["externalParameters"]
     assert (doc["predicateType"], params["pins"]["aiter"], params["lock_sha256"]) == (
         "https://slsa.dev/provenance/v1", f"repo@{AITER_PIN}", manifest["lock_sha256"])
+
+
+def test_audit_finds_the_sbom_and_provenance_of_the_image_in_its_report_folder(tmp_path):
+    from cleanbuild.audit import supply_chain_finding
+
+    folder = tmp_path / "atom-gfx950-ckfree" / "run1"
+    folder.mkdir(parents=True)
+    (folder / "report.json").write_text(json.dumps({"image_id": "sha256:" + "e" * 64}))
+    for name in ("sbom.cdx.json", "provenance.json"):
+        (folder / name).write_text("{}")
+    assert [supply_chain_finding(i, tmp_path)["status"] for i in ("sha256:" + "e" * 64, "sha256:" + "f" * 64)] == [
+        "ok", "unknown"]
