@@ -7,6 +7,7 @@
     source-facts  commit, date and `git describe` of a source checkout, as JSON
     no-nvidia     fail when an nvidia-* distribution is installed in this interpreter
     scrub-uv      remove uv's per-distribution cache stamp (uv_cache.json) and its RECORD line
+    compile-new   bytecode (hash-checked .pyc) for the distributions a requirements file names, and only theirs
 
 Which components must be there follows the Dockerfile.wheels build arguments, read from the environment
 (TORCH_SOURCE, TORCHVISION_VERSION, MORI_SOURCE, ...). collect fails (exit 1, one line per problem) when an
@@ -17,10 +18,12 @@ triton-rocm both own triton/), or PREBUILD_KERNELS=1 and the aiter wheel holds n
 from __future__ import annotations
 
 import argparse
+import compileall
 import email.parser
 import hashlib
 import json
 import os
+import py_compile
 import re
 import subprocess
 import sys
@@ -281,6 +284,37 @@ def scrub_uv_records(site: Path) -> int:
     return removed
 
 
+def new_roots(site: Path, reqs: Path) -> list[Path]:
+    """The top-level packages and modules (under site) of the distributions reqs names (`name==version ...` lines),
+    from their RECORDs."""
+    names = {normalize(line.split("==", 1)[0].strip()) for line in reqs.read_text().splitlines() if "==" in line}
+    roots: set[Path] = set()
+    for info in site.glob("*.dist-info"):
+        meta = info / "METADATA"
+        if not meta.is_file() or normalize(email.parser.Parser().parsestr(meta.read_text(errors="replace"))["Name"] or "") not in names:
+            continue
+        for line in (info / "RECORD").read_text().splitlines() if (info / "RECORD").is_file() else []:
+            top = line.split(",", 1)[0].split("/", 1)[0]
+            if line.split(",", 1)[0].endswith(".py") and top != ".." and not top.endswith((".dist-info", ".data")):
+                roots.add(site / top)
+    return sorted(roots)
+
+
+def compile_new(site: Path, reqs: Path) -> int:
+    """Bytecode for what a layer adds, and only that: compileall over the whole venv would write every lower
+    layer's .pyc into this one again. Hash-checked, so a .pyc stays valid whatever its source file's time says
+    (rewrite-timestamp sets every time to SOURCE_DATE_EPOCH). A file that does not compile is not an error (pip's
+    and uv's rule: a package's Python 2 test data)."""
+    roots = new_roots(site, reqs)
+    mode = py_compile.PycInvalidationMode.CHECKED_HASH
+    for root in roots:
+        if root.is_dir():
+            compileall.compile_dir(root, quiet=2, workers=0, invalidation_mode=mode)
+        else:
+            compileall.compile_file(root, quiet=2, invalidation_mode=mode)
+    return len(roots)
+
+
 def nvidia_packages() -> list[str]:
     """CUDA runtime wheels (nvidia-*) installed into this interpreter: a ROCm image must have none."""
     import importlib.metadata
@@ -305,6 +339,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("no-nvidia")
     scrub = sub.add_parser("scrub-uv")
     scrub.add_argument("--site", type=Path, required=True)
+    comp = sub.add_parser("compile-new")
+    comp.add_argument("--site", type=Path, required=True)
+    comp.add_argument("--reqs", type=Path, required=True)
     args = parser.parse_args(argv)
     return COMMANDS[args.command](args)
 
@@ -341,7 +378,12 @@ def _cmd_scrub(args) -> int:
     return 0
 
 
-COMMANDS = {"scrub-uv": _cmd_scrub, "collect": _cmd_collect, "torch-triton": _cmd_torch_triton, "source-facts": _cmd_source_facts, "no-nvidia": _cmd_no_nvidia}
+def _cmd_compile_new(args) -> int:
+    print(f"collect_wheels: bytecode for {compile_new(args.site, args.reqs)} top-level packages")
+    return 0
+
+
+COMMANDS = {"compile-new": _cmd_compile_new, "scrub-uv": _cmd_scrub, "collect": _cmd_collect, "torch-triton": _cmd_torch_triton, "source-facts": _cmd_source_facts, "no-nvidia": _cmd_no_nvidia}
 
 if __name__ == "__main__":
     sys.exit(main())

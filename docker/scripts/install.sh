@@ -6,12 +6,15 @@
 # is compiled as pip does (the image sets PYTHONDONTWRITEBYTECODE: without .pyc every start would compile). Then
 # the installer's own `pip check` proves the venv consistent. No cache is left behind.
 set -eu
+# Hash-checked .pyc (py_compile's default when SOURCE_DATE_EPOCH is set, for uv's compile step and pip's): valid
+# whatever a source file's time says, and rewrite-timestamp sets every time to the build's SOURCE_DATE_EPOCH.
+export SOURCE_DATE_EPOCH=315532800
 common=$1 reqs=$2 mode=$3 arch=${4:-}
 links="--find-links $common"
 if [ -n "$arch" ]; then links="$links --find-links $arch"; fi
 nodeps="" compile="--compile-bytecode"
-# A layer on top of another (no-deps) compiles only its own files: uv would recompile the whole venv and copy every
-# lower layer's bytecode into this one. compileall skips each .pyc that is already up to date.
+# A layer on top of another (no-deps) compiles only its own distributions' files: uv (or compileall over the venv)
+# would recompile the whole venv and copy every lower layer's bytecode into this one.
 if [ "$mode" = no-deps ]; then nodeps="--no-deps" compile=""; fi
 if [ -s "$common/installer.txt" ]; then
   pip install --quiet --no-index --no-deps --only-binary=:all: --require-hashes \
@@ -22,9 +25,9 @@ if [ -s "$common/installer.txt" ]; then
   UV_NO_CACHE=1 UV_LINK_MODE=hardlink UV_PYTHON_DOWNLOADS=never /tmp/uv/bin/uv --no-config pip install \
     --python /opt/venv/bin/python --no-index $links --only-binary :all: --require-hashes $compile \
     $nodeps -r "$reqs"
-  # Like uv's own compile step, a file that does not compile (a package's Python 2 test data) is not an error.
   if [ -z "$compile" ]; then
-    /opt/venv/bin/python -m compileall -q -j 0 "$(/opt/venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null || true
+    /opt/venv/bin/python "$(dirname "$0")/collect_wheels.py" compile-new --reqs "$reqs" \
+      --site "$(/opt/venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
   fi
   /tmp/uv/bin/uv --no-config pip check --python /opt/venv/bin/python
   rm -rf /tmp/uv
