@@ -13,6 +13,7 @@ import functools
 import io
 import itertools
 import json
+import re
 import shutil
 import tarfile
 from dataclasses import dataclass
@@ -299,10 +300,17 @@ def push(cli, ref: str) -> str:
     for line in cli.images.push(repo, tag=tag, stream=True, decode=True):
         if "error" in line:
             raise StepFailed(f"push of {ref} failed: {' '.join(str(line['error']).split())[:300]}. To fix, check the registry and retry.")
-        digest = (line.get("aux") or {}).get("Digest", digest)
+        digest = (line.get("aux") or {}).get("Digest") or _status_digest(line.get("status")) or digest
     if digest is None:
         raise StepFailed(f"push of {ref} reported no digest. To fix, check the registry.")
     return digest
+
+
+def _status_digest(status: object) -> str | None:
+    """The digest in a push's last status line ("TAG: digest: sha256:... size: N"): the containerd image store
+    (Docker 26) reports it only there, without the classic store's aux record."""
+    match = re.search(r"digest: (sha256:[0-9a-f]{64})", str(status or ""))
+    return match.group(1) if match else None
 
 
 @_boundary
