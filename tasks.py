@@ -287,7 +287,19 @@ def audit(c, image, arch=None, model=None, tp=None, json_=False, report=None, de
     return result.exit_code
 
 
+@task(iterable=["set"], help=_help("set", "ca_bundle", "progress", "debug",
+                                   ref="the image: NAME:TAG, ID, or REPO@sha256:DIGEST (here, on this engine)",
+                                   profile="the profile to rebuild with (default: the image's own label)",
+                                   json="print the comparison as JSON"))
+@_guard
+def verify(c, ref, profile=None, set=None, ca_bundle=None, progress=None, json_=False, debug=False):  # noqa: A002
+    """Rebuild an image from its own labels here and compare digests (exit 1: the first differing layer and file)."""
+    commands.verify(ref, _inputs(profile=profile, set=set, ca_bundle=ca_bundle, progress=progress), _conf(c),
+                    as_json=json_)
+
+
 ns = Collection(arch, plan, wheels, clean, patch, smoke, tag, build_clean, promote, report, pins, lock, audit)
+ns.add_task(verify)
 ns.configure({"cleanbuild": {}})
 
 if __name__ == "__main__":  # pragma: no cover - `python tasks.py` is not how this is run

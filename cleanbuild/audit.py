@@ -255,7 +255,8 @@ def run_device(cli, image: str, spec: RunSpec, gpu_flags: dict, out: Path) -> di
 def _result(cli, image: str, image_ref: str, inputs: Inputs, attrs: dict, probe: dict, python: str, dev: dict,
             seconds: float) -> AuditResult:
     history, largest = cli.api.history(image), engine.largest_layers(cli, image)
-    findings = [*probe.get("findings", []), *host_findings(attrs, history, inputs.arch, largest)]
+    findings = [*probe.get("findings", []), *host_findings(attrs, history, inputs.arch, largest),
+                supply_chain_finding(image_ref, REPO_ROOT / "reports")]
     if dev:
         findings.append(device_finding(dev))
     return AuditResult(
@@ -324,6 +325,25 @@ def labels_finding(attrs: dict, arch: str | None) -> dict:
         evidence.append(f"label io.atom-build.arch={ours['io.atom-build.arch']} but --arch {arch}")
     return _finding("labels", "image labels agree with the arch", status, evidence,
                     "audit with the arch the image was built for, or rebuild it for this one")
+
+
+SUPPLY_CHAIN = ("sbom.cdx.json", "provenance.json")
+
+
+def supply_chain_finding(image_id: str, reports: Path) -> dict:
+    """Does the image come with an SBOM and provenance? build-clean writes both into the report folder of the image
+    it built (the image carries no attestation yet): ok when a report here names this image ID and has both."""
+    for report in sorted(reports.glob("*/*/report.json")):
+        try:
+            named = json.loads(report.read_text()).get("image_id")
+        except (OSError, ValueError):
+            continue
+        present = [report.parent / name for name in SUPPLY_CHAIN if (report.parent / name).is_file()]
+        if named == image_id and len(present) == len(SUPPLY_CHAIN):
+            return _finding("sbom", "SBOM and provenance (information)", OK, [str(p) for p in present])
+    return _finding("sbom", "SBOM and provenance (information)", UNKNOWN,
+                    [f"no attestation in the image, and no build report under {reports} names {image_id[:19]} with "
+                     f"{' and '.join(SUPPLY_CHAIN)}"], "build it with invoke build-clean (its report folder holds both)")
 
 
 def device_finding(dev: dict) -> dict:

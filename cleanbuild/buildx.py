@@ -1,36 +1,98 @@
-"""Builds through the buildx CLI (BuildKit); the image ID comes back through --iidfile."""
+"""Builds through the buildx CLI (BuildKit).
+
+Two paths, chosen by what the engine can do (cleanbuild.engine.reproducible_builds):
+- `--load`: the image ID comes back through --iidfile (Docker 20.10's BuildKit 0.8, the classic image store:
+  every build stamps its own times, so the same inputs give another ID);
+- reproducible (Docker >= 26 with the containerd image store): SOURCE_DATE_EPOCH and
+  `--output type=oci,rewrite-timestamp=true` into an archive, which `docker load` stores as it is. The same inputs
+  give the same manifest digest, here and in a registry (`docker push` sends those very bytes). The image
+  exporter (`type=image`) refuses rewrite-timestamp with the containerd store ("conflicts with unpack").
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import shutil
+import tarfile
 import tempfile
 from dataclasses import replace
 from pathlib import Path
 
 from .errors import BuildFailed, StepFailed, UsageError
 from .plan import BuildSpec, Options, cache_flags, check_build_args
-from .run import quote, run_logged
+from .run import quote, run, run_logged
+
+# Every file a build writes and the image config carry this time: 1980-01-01, the earliest a zip (a wheel) holds.
+SOURCE_DATE_EPOCH = 315532800
 
 
 def build(spec: BuildSpec, options: Options, *, labels: tuple[tuple[str, str], ...] = (),
-          build_args: tuple[tuple[str, str], ...] | None = None, show: bool = True) -> str:
-    """Build one spec; returns the image ID. build_args replaces the plan's (the patch step builds FROM an ID)."""
+          build_args: tuple[tuple[str, str], ...] | None = None, show: bool = True, reproducible: bool = False,
+          containerd_store: bool = False) -> str:
+    """Build one spec; returns the image ID. build_args replaces the plan's (the patch step builds FROM an ID).
+    reproducible: the engine can give the same digest for the same inputs (see the module's docstring);
+    containerd_store: the engine's BuildKit can export every stage's cache to the registry (plan.cache_flags)."""
     if build_args is not None:
         spec = replace(spec, build_args=build_args)
     check_build_args(spec)
     run_dir = options.run_dir
+    run_dir.mkdir(parents=True, exist_ok=True)
+    cache = cache_flags(spec, options, containerd_store=containerd_store) if spec.step in ("wheels", "clean") else ()
+    if reproducible:
+        return _build_reproducible(spec, options, labels, cache, show)
     iid = run_dir / f"{spec.step}.iid"
-    iid.parent.mkdir(parents=True, exist_ok=True)
     iid.unlink(missing_ok=True)
     argv = spec.argv(builder=options.builder, progress=options.progress, ca_bundle=options.ca_bundle, iidfile=iid,
-                     labels=labels, cache=cache_flags(spec, options) if spec.step in ("wheels", "clean") else ())
-    log = run_dir / f"{spec.step}.log"
+                     labels=labels, cache=cache)
+    _run_build(spec, argv, run_dir / f"{spec.step}.log", show)
+    return iid.read_text().strip()
+
+
+def reproducible_flags(archive: Path) -> list[str]:
+    """What makes a build's bytes a function of its inputs: every time set to SOURCE_DATE_EPOCH, no provenance
+    (BuildKit's records the build's start and end)."""
+    return ["--build-arg", f"SOURCE_DATE_EPOCH={SOURCE_DATE_EPOCH}", "--provenance=false",
+            "--output", f"type=oci,dest={archive},rewrite-timestamp=true"]
+
+
+def _build_reproducible(spec: BuildSpec, options: Options, labels: tuple[tuple[str, str], ...],
+                        cache: tuple[str, ...], show: bool) -> str:
+    """Build to an OCI archive (named by -t), load it, and return its manifest digest: the ID the containerd
+    store gives it. The archive is removed either way."""
+    archive = options.run_dir / f"{spec.step}.oci.tar"
+    argv = spec.argv(builder=options.builder, progress=options.progress, ca_bundle=options.ca_bundle,
+                     labels=labels, load=False, cache=cache)
+    at = argv.index("-t")
+    log = options.run_dir / f"{spec.step}.log"
+    try:
+        _run_build(spec, [*argv[:at], *reproducible_flags(archive), *argv[at:]], log, show)
+        digest = archive_digest(archive)
+        _run_build(spec, ["docker", "load", "-i", str(archive)], options.run_dir / f"{spec.step}.load.log", show)
+    finally:
+        archive.unlink(missing_ok=True)
+    loaded = run(["docker", "image", "inspect", "--format", "{{.Id}}", spec.image], capture=True, echo=False).stdout.strip()
+    if loaded != digest:
+        raise BuildFailed(f"{spec.image} was loaded as {loaded}, not as its archive's manifest {digest}. To fix, "
+                          "enable the containerd image store (features.containerd-snapshotter in daemon.json).")
+    return digest
+
+
+def archive_digest(archive: Path) -> str:
+    """The manifest digest of a single-image OCI archive (its index.json)."""
+    with tarfile.open(archive) as tar:
+        member = tar.extractfile("index.json")
+        index = json.loads(member.read()) if member else {}
+    manifests = index.get("manifests") or []
+    if len(manifests) != 1:
+        raise BuildFailed(f"{archive.name} holds {len(manifests)} manifests, not one image.")
+    return manifests[0]["digest"]
+
+
+def _run_build(spec: BuildSpec, argv: list[str], log: Path, show: bool) -> None:
     code = run_logged(argv, log, show=show)
     if code != 0:
         raise BuildFailed(f"the {spec.step} build failed (exit {code}): {last_error(log)}. Full log: {log}")
-    return iid.read_text().strip()
 
 
 def last_error(log: Path) -> str:

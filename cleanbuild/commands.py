@@ -297,6 +297,21 @@ def promote(ref: str, inputs: Inputs, config) -> BuildRecord:
     return rec
 
 
+def verify(ref: str, inputs: Inputs, config, *, as_json: bool) -> None:
+    """Rebuild ref from its own labels on this engine; exit 1 (StepFailed) naming the first differing layer and file."""
+    from . import verify as verifying
+
+    cli = engine.client()
+    if engine.image_id(cli, ref) is None:
+        raise UsageError(f"image {ref} not found on this engine. To fix, pull it first (docker pull {ref}).")
+    result = verifying.verify(cli, ref, inputs, config)
+    if as_json:
+        print(json.dumps(result, indent=2))
+    elif result["identical"]:
+        console.print(f"[green]✓[/green] {verifying.summary(result)}")
+    verifying.check(result)
+
+
 def _digest_of(cli, ref: str) -> str:
     repo = ref.rsplit(":", 1)[0] if ":" in ref.rsplit("/", 1)[-1] else ref
     for entry in engine.repo_digests(cli, ref):

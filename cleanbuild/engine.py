@@ -13,6 +13,7 @@ import functools
 import io
 import itertools
 import json
+import re
 import shutil
 import tarfile
 from dataclasses import dataclass
@@ -26,6 +27,10 @@ from .plan import RunSpec
 from .run import run
 
 MIN_ENGINE = Version("20.10")
+# Moby 26.0 vendors BuildKit 0.13, the first with the exporters' rewrite-timestamp (Debian's build reports BuildKit
+# "v0.0.0+unknown", so the engine's version is what can be read).
+REPRODUCIBLE_ENGINE = Version("26.0")
+CONTAINERD_STORE = "io.containerd.snapshotter.v1"
 _COUNTER = itertools.count()
 
 
@@ -75,6 +80,8 @@ class EngineFacts:
     buildx: str
     root_dir: str
     free_gib: float
+    containerd_store: bool = False  # the containerd image store: an image's ID is its manifest digest
+    reproducible: bool = False  # same inputs, same digest: rewrite-timestamp builds (cleanbuild.buildx)
 
 
 @_boundary
@@ -88,11 +95,21 @@ def preflight(cli, need_gib: float, builder: str | None = None) -> EngineFacts:
         raise EnvironmentProblem("the buildx CLI plugin is missing. To fix, install docker-buildx (see .ci/install-docker.sh).")
     if builder and run(["docker", "buildx", "inspect", builder], check=False, capture=True, echo=False).returncode:
         raise UsageError(f"buildx builder {builder!r} does not exist. To fix, create it (docker buildx create) or drop --builder.")
-    root = cli.info().get("DockerRootDir", "/var/lib/docker")
+    info = cli.info()
+    root = info.get("DockerRootDir", "/var/lib/docker")
     free = shutil.disk_usage(root if Path(root).exists() else "/").free / 2**30
     if free < need_gib:
         raise EnvironmentProblem(f"only {free:.1f} GiB free under {root}; this plan needs {need_gib:.0f} GiB. To fix, run `docker system prune` or free disk.")
-    return EngineFacts(version, result.stdout.strip(), root, round(free, 1))
+    store = dict(info.get("DriverStatus") or []).get("driver-type") == CONTAINERD_STORE
+    return EngineFacts(version, result.stdout.strip(), root, round(free, 1), store,
+                       reproducible_builds(version, store, builder))
+
+
+def reproducible_builds(version: str, containerd_store: bool, builder: str | None) -> bool:
+    """BuildKit >= 0.13 (the engine's own: Docker >= 26) rewrites every file's and the config's times to
+    SOURCE_DATE_EPOCH, and the containerd store loads an OCI archive as it is (ID = manifest digest, pushed
+    unchanged). A named builder's BuildKit version is not known here: it keeps the --load path."""
+    return builder is None and containerd_store and Version(_numeric(version)) >= REPRODUCIBLE_ENGINE
 
 
 def _numeric(version: str) -> str:
@@ -234,6 +251,15 @@ def layers(cli, image: str) -> list[str]:
     return list(cli.api.inspect_image(image).get("RootFS", {}).get("Layers", []))
 
 
+@_boundary
+def save(cli, image: str, dest: Path) -> Path:
+    """`docker save` of one image into dest (a tar: manifest.json names each layer's file, bottom first)."""
+    with dest.open("wb") as out:
+        for chunk in cli.images.get(image).save(named=False):
+            out.write(chunk)
+    return dest
+
+
 def _split(ref: str) -> tuple[str, str]:
     if "@" in ref:
         return ref.split("@", 1)[0], ref.split("@", 1)[1]
@@ -268,10 +294,17 @@ def push(cli, ref: str) -> str:
     for line in cli.images.push(repo, tag=tag, stream=True, decode=True):
         if "error" in line:
             raise StepFailed(f"push of {ref} failed: {' '.join(str(line['error']).split())[:300]}. To fix, check the registry and retry.")
-        digest = (line.get("aux") or {}).get("Digest", digest)
+        digest = (line.get("aux") or {}).get("Digest") or _status_digest(line.get("status")) or digest
     if digest is None:
         raise StepFailed(f"push of {ref} reported no digest. To fix, check the registry.")
     return digest
+
+
+def _status_digest(status: object) -> str | None:
+    """The digest in a push's last status line ("TAG: digest: sha256:... size: N"): the containerd image store
+    (Docker 26) reports it only there, without the classic store's aux record."""
+    match = re.search(r"digest: (sha256:[0-9a-f]{64})", str(status or ""))
+    return match.group(1) if match else None
 
 
 @_boundary

@@ -424,16 +424,17 @@ def smoke_run(profile: Profile, options: Options) -> RunSpec:
     )
 
 
-def cache_flags(spec: BuildSpec, options: Options) -> tuple[str, ...]:
-    """Build cache through the registry. The docker driver (the engine's own BuildKit) can only export the cache
-    inline, in the image it pushes (the final image's layers); a docker-container or remote builder can export
-    every stage's cache to the registry (mode=max). Each build reads the content-keyed image and its stem's
-    `-latest` tag, so a changed key still starts from the last build's layers."""
+def cache_flags(spec: BuildSpec, options: Options, *, containerd_store: bool = False) -> tuple[str, ...]:
+    """Build cache through the registry. The docker driver (the engine's own BuildKit) with the classic image store
+    can only export the cache inline, in the image it pushes (the final image's layers); with the containerd image
+    store, or on a docker-container or remote builder, every stage's cache goes to the registry (mode=max): `auto`
+    takes that when the engine has the containerd store. Inline, each build reads the content-keyed image and its
+    stem's `-latest` tag, so a changed key still starts from the last build's layers."""
     if options.cache == "none" or (options.cache == "auto" and not options.remote):
         return ()
     repo, _, tag = spec.image.rpartition(":")
     stem = tag.rsplit("-", 1)[0]
-    if options.cache == "registry":
+    if options.cache == "registry" or (options.cache == "auto" and containerd_store and options.builder is None):
         ref = f"type=registry,ref={repo}:{stem}-buildcache"
         return ("--cache-from", ref, "--cache-to", f"{ref},mode=max")
     return ("--cache-to", "type=inline", "--cache-from", spec.image, "--cache-from", f"{repo}:{stem}-latest")

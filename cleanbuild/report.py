@@ -10,7 +10,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import engine, srcplan
+from . import engine, sbom, srcplan
 from .plan import REPO_ROOT, Plan
 from .record import BuildRecord
 
@@ -88,15 +88,32 @@ def folder_for(plan: Plan, rec: BuildRecord, *, failed: bool) -> Path:
 
 def write(plan: Plan, rec: BuildRecord, cli, *, failed: bool, error: str | None = None) -> Path:
     data = build(plan, rec, cli, failed=failed, error=error)
-    return write_data(folder_for(plan, rec, failed=failed), data)
+    return write_data(folder_for(plan, rec, failed=failed), data, supply_chain(plan, rec, data))
 
 
-def write_data(folder: Path, data: dict) -> Path:
+def supply_chain(plan: Plan, rec: BuildRecord, data: dict) -> dict[str, dict]:
+    """sbom.cdx.json (every wheel in the image, the base image) and provenance.json (pins, lock digest), when the
+    run got as far as the wheels manifest."""
+    if rec.wheels is None:
+        return {}
+    image = rec.candidate_ref or plan.patch.image
+    args = {"image": image, "image_id": data.get("image_id"), "base": plan.base_image,
+            "base_digest": data.get("base_image_digest")}
+    return {"sbom.cdx.json": sbom.cyclonedx(rec.wheels.manifest, **args),
+            "provenance.json": sbom.provenance(
+                rec.wheels.manifest, **args, profile=plan.profile.name,
+                pins={c.name: c.ref() for c in plan.profile.components},
+                builder=f"docker {rec.engine.version}" if rec.engine else "docker")}
+
+
+def write_data(folder: Path, data: dict, files: dict[str, dict] | None = None) -> Path:
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
     try:
         (tmp / "report.json").write_text(json.dumps(data, indent=2, default=str) + "\n")
         (tmp / "report.md").write_text(markdown(data))
+        for name, doc in (files or {}).items():
+            (tmp / name).write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
         if folder.exists():
             shutil.rmtree(folder)
         tmp.rename(folder)

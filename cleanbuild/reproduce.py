@@ -1,4 +1,6 @@
-"""Are two builds of the same inputs the same? Compare two wheels images and two clean images built apart.
+"""Are two builds of the same inputs the same? Compare two wheels images and two clean images built apart, and,
+where the engine builds reproducibly (Docker >= 26, the containerd store: cleanbuild.buildx), their digests: for
+two images that differ, the first layer that differs and the first file in it that differs.
 
 Same manifest bytes (every wheel's sha256), same installed file list and RECORD hashes in the venv. Image IDs may
 still differ, and the comparison says why: BuildKit 0.8 (Docker 20.10's) stamps files a RUN creates with the time
@@ -9,7 +11,11 @@ rewrite-timestamp=true; this engine's BuildKit predates that, so there the diges
 
 from __future__ import annotations
 
+import hashlib
 import json
+import tarfile
+import tempfile
+from pathlib import Path
 
 from . import engine
 
@@ -52,3 +58,67 @@ def compare(cli, wheels: tuple[str, str], clean: tuple[str, str]) -> dict:
         "layers_shared": sum(a == b for a, b in zip(*layers, strict=False)), "layers": len(layers[0]),
         "why_ids_differ": None if ids[0] == ids[1] else WHY,
     }
+
+
+def compare_digests(cli, first: dict[str, str], second: dict[str, str]) -> dict:
+    """Two builds' images per unit ({unit: image ID}): which are the same, and for each unit whose IDs differ
+    what differs (cleanbuild.reproduce.first_difference)."""
+    units = sorted(set(first) | set(second))
+    differing = [u for u in units if first.get(u) != second.get(u)]
+    return {"identical": not differing, "units": {u: [first.get(u), second.get(u)] for u in units},
+            "differing": {u: first_difference(cli, first[u], second[u]) if first.get(u) and second.get(u) else
+                          {"why": "built only once"} for u in differing}}
+
+
+def first_difference(cli, a: str, b: str) -> dict:
+    """The first layer (bottom first) whose diff ID differs between images a and b (or that only one has), and the
+    first file in it whose content, mode, owner or time differs; or the image config, when every layer is the same."""
+    la, lb = engine.layers(cli, a), engine.layers(cli, b)
+    index = next((i for i in range(max(len(la), len(lb))) if _at(la, i) != _at(lb, i)), None)
+    if index is None:
+        return {"layer": None, "why": "every layer is the same: the image config differs (labels, environment, times)"}
+    with tempfile.TemporaryDirectory(prefix="atom-build-diff-") as tmp:
+        files = [layer_files(engine.save(cli, image, Path(tmp) / f"{n}.tar"), index) if index < len(layers) else {}
+                 for n, (image, layers) in enumerate(((a, la), (b, lb)))]
+    path, what = diff_files(*files)
+    return {"layer": index, "diff_ids": [_at(la, index), _at(lb, index)], "file": path, "why": what}
+
+
+def _at(layers: list[str], index: int) -> str | None:
+    return layers[index] if index < len(layers) else None
+
+
+def layer_files(saved: Path, index: int) -> dict[str, tuple]:
+    """{path: (sha256 of content or link target, mode, uid, gid, mtime)} of layer `index` of a `docker save` tar."""
+    with tarfile.open(saved) as outer:
+        manifest = json.loads(outer.extractfile("manifest.json").read())  # type: ignore[union-attr]
+        blob = outer.extractfile(manifest[0]["Layers"][index])
+        with tarfile.open(fileobj=blob, mode="r:*") as layer:
+            return {m.name: (_content(layer, m), m.mode, m.uid, m.gid, m.mtime) for m in layer}
+
+
+DIRECTORY = "directory"
+
+
+def _content(layer: tarfile.TarFile, member: tarfile.TarInfo) -> str:
+    if member.isfile():
+        return hashlib.sha256(layer.extractfile(member).read()).hexdigest()  # type: ignore[union-attr]
+    return DIRECTORY if member.isdir() else f"{member.type!r}->{member.linkname}"
+
+
+FIELDS = ("content", "mode", "owner", "group", "mtime")
+
+
+def diff_files(a: dict[str, tuple], b: dict[str, tuple]) -> tuple[str | None, str]:
+    """The first path present in one layer only or differing in a field, and what differs: files first (a layer
+    also holds the folders above each file it adds), each group sorted."""
+    def is_dir(path: str) -> bool:
+        return (a.get(path) or b[path])[0] == DIRECTORY
+
+    for path in sorted(set(a) | set(b), key=lambda p: (is_dir(p), p)):
+        if path not in a or path not in b:
+            return path, "only in the " + ("second" if path not in a else "first") + " image"
+        if a[path] != b[path]:
+            fields = [f for f, x, y in zip(FIELDS, a[path], b[path], strict=True) if x != y]
+            return path, ", ".join(fields) + " differ"
+    return None, "same files; the layer's archive differs (order or compression)"

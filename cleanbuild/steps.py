@@ -55,7 +55,16 @@ def prepare(ctx: Ctx, rec: BuildRecord) -> Outcome:
         f", base {made['standin']}" if made.get("standin") else "") + (f", --src {', '.join(src)}" if src else "")
 
 
-def _ensure(ctx: Ctx, unit: Unit, labels: tuple[tuple[str, str], ...] = ()) -> UnitRecord:
+def _reproducible(rec: BuildRecord) -> bool:
+    """The engine preflight found gives the same digest for the same inputs (cleanbuild.buildx)."""
+    return rec.engine is not None and rec.engine.reproducible
+
+
+def _containerd_store(rec: BuildRecord) -> bool:
+    return rec.engine is not None and rec.engine.containerd_store
+
+
+def _ensure(ctx: Ctx, rec: BuildRecord, unit: Unit, labels: tuple[tuple[str, str], ...] = ()) -> UnitRecord:
     """The unit's image: found here by its key (whatever its name; tagged with the plan's name), pulled from the
     registry, or built. With a remote registry, the registry is made to hold it (a manifest check, a push when
     missing), so another node finds every image this build used."""
@@ -77,11 +86,12 @@ def _ensure(ctx: Ctx, unit: Unit, labels: tuple[tuple[str, str], ...] = ()) -> U
             return UnitRecord(unit.name, unit.key, unit.image, image_id, "reused", how)
     last = engine.last_inputs(cli, unit.name, _variant(ctx, unit), unit.key)
     changed = tuple(components.changed(last, dict(unit.inputs))) if last is not None else ("no earlier build here",)
-    image_id = buildx.build(build_spec(unit), o, labels=(*labels, *unit_labels(ctx, unit)))
+    image_id = buildx.build(build_spec(unit), o, labels=(*labels, *unit_labels(ctx, unit)), reproducible=_reproducible(rec),
+                            containerd_store=_containerd_store(rec))
     how = "built"
     if o.remote:
         engine.push(cli, unit.image)
-        if cache_flags(build_spec(unit), o):
+        if "type=inline" in cache_flags(build_spec(unit), o, containerd_store=_containerd_store(rec)):  # its -latest tag
             repo, _, tag = unit.image.rpartition(":")
             latest = f"{tag.rsplit('-', 1)[0]}-latest"
             engine.tag(cli, image_id, repo, latest)
@@ -109,7 +119,7 @@ def _summary(done: tuple[UnitRecord, ...]) -> str:
 
 
 def wheels(ctx: Ctx, rec: BuildRecord) -> Outcome:
-    done = tuple(_ensure(ctx, unit) for unit in ctx.plan.step_units("wheels"))
+    done = tuple(_ensure(ctx, rec, unit) for unit in ctx.plan.step_units("wheels"))
     assembly = done[-1]
     raw = engine.read_file(ctx.cli, assembly.image_id, "/wheels/manifest.json", rec.run_id)
     if raw is None:
@@ -125,7 +135,7 @@ def clean(ctx: Ctx, rec: BuildRecord) -> Outcome:
     rebuilt = srcplan.on_route(ctx.plan.options.src, "wheel")  # a wheel from a checkout: the clean image is dirty
     own = clean_labels(ctx.plan, rec) + (srcplan.labels(rebuilt) if rebuilt else ())
     for unit in ctx.plan.step_units("clean"):
-        done.append(_ensure(ctx, unit, own if unit.name == "clean" else ()))
+        done.append(_ensure(ctx, rec, unit, own if unit.name == "clean" else ()))
     image_id = done[-1].image_id
     status = "reused" if all(u.status == "reused" for u in done) else "passed"
     rec = replace(rec, clean_id=image_id, candidate_id=image_id, units=(*rec.units, *done))
@@ -149,12 +159,12 @@ def patch(ctx: Ctx, rec: BuildRecord) -> Outcome:
     base = rec.candidate_ref or ctx.plan.clean.image
     spec = patch_build(base, ctx.plan.patch.image, ctx.patch_only)
     if spec == ctx.plan.patch:
-        done = _ensure(ctx, ctx.plan.unit("candidate"))
+        done = _ensure(ctx, rec, ctx.plan.unit("candidate"))
         rec = replace(rec, units=(*rec.units, done))
         image_id, how = done.image_id, done.how
     else:  # an image the user named, or --only: not a keyed unit; it must not carry its parent's key
         adhoc = ((engine.UNIT_LABEL, "patch"), (engine.KEY_LABEL, ""), (engine.VARIANT_LABEL, ""), (engine.INPUTS_LABEL, ""))
-        image_id, how = buildx.build(spec, ctx.plan.options, labels=adhoc), "built"
+        image_id, how = buildx.build(spec, ctx.plan.options, labels=adhoc, reproducible=_reproducible(rec)), "built"
     data = engine.read_json(ctx.cli, image_id, metadata.PATCHES_PATH, rec.run_id) or {}
     outcomes = ", ".join(f"{p['name']}={p['outcome']}" for p in data.get("patches", [])) or "no patch report"
     summary = f"{spec.image} ({how}): {outcomes}"
@@ -286,7 +296,7 @@ def push_report(ctx: Ctx, rec: BuildRecord) -> str:
     (folder / "Dockerfile").write_text("FROM scratch\nCOPY report.json report.md /\n")
     try:
         spec = BuildSpec("report", folder / "Dockerfile", folder, None, (), f"{rec.release_ref}.report")
-        buildx.build(spec, ctx.plan.options)
+        buildx.build(spec, ctx.plan.options, reproducible=_reproducible(rec))
     finally:
         (folder / "Dockerfile").unlink()
     engine.push(ctx.cli, spec.image)

@@ -192,3 +192,5 @@ def test_command_line_collect_exits_1_with_one_line_per_problem(stage, capsys):
     assert (code, capsys.readouterr().err.splitlines()) == (1, [
         f"collect_wheels: error: missing wheel for component 'atom' (from git:/local/repos/atom.git@{ATOM_PIN}): "
         "its stage produced none"])
+
+

@@ -156,3 +156,31 @@ def test_gpu_settings_apply_only_to_gpu_specs():
     on_gpu = engine._sdk_kwargs(RunSpec(**{**SPEC.__dict__, "gpu": True}), gpu)
     assert ("devices" in cpu, cpu["environment"]) == (False, {"A": "1"})
     assert (on_gpu["group_add"], on_gpu["environment"]) == (["992"], {"A": "1", "HIP_VISIBLE_DEVICES": "0"})
+
+
+class PushingImages:
+    def __init__(self, lines):
+        self.lines = lines
+
+    def push(self, repo, tag, stream, decode):
+        return iter(self.lines)
+
+
+class PushingClient:
+    def __init__(self, lines):
+        self.images = PushingImages(lines)
+
+
+DIGEST = "sha256:892d20479a1f822c75eb74f95b3485cccad6ef2d22d17870909c0c24b0ae8d30"
+
+
+@pytest.mark.parametrize("lines", [
+    # the classic store (Docker 20.10): an aux record
+    [{"status": "Pushed", "id": "800c77b09733"}, {"status": "t1: digest: " + DIGEST + " size: 561"},
+     {"progressDetail": {}, "aux": {"Tag": "t1", "Digest": DIGEST, "Size": 561}}],
+    # the containerd store (Docker 26.1.5, as it answered here): the status line only
+    [{"status": "The push refers to repository [127.0.0.1:5000/x/y]"}, {"status": "Pushed", "id": "800c77b09733"},
+     {"status": "t1: digest: " + DIGEST + " size: 561"}],
+])
+def test_push_returns_the_digest_either_store_reports(lines):
+    assert engine.push(PushingClient(lines), "127.0.0.1:5000/x/y:t1") == DIGEST

@@ -358,6 +358,18 @@ def test_registry_cache_exports_every_stage():
     assert P.cache_flags(plan.clean, plan.options) == ("--cache-from", ref, "--cache-to", f"{ref},mode=max")
 
 
+def test_the_containerd_store_exports_every_stage_to_a_remote_registry_by_default():
+    plan = make(registry="localhost:5000/ab", ck_free=True)
+    ref = "type=registry,ref=localhost:5000/ab/clean:gfx942-ckfree-buildcache"
+    assert P.cache_flags(plan.clean, plan.options, containerd_store=True) == (
+        "--cache-from", ref, "--cache-to", f"{ref},mode=max")
+
+
+def test_the_containerd_store_adds_no_cache_for_a_local_registry():
+    plan = make()
+    assert P.cache_flags(plan.clean, plan.options, containerd_store=True) == ()
+
+
 def test_cache_none_turns_it_off_for_a_remote_registry():
     plan = make(registry="localhost:5000/ab", cache="none")
     assert P.cache_flags(plan.wheels, plan.options) == ()

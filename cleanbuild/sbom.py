@@ -1,0 +1,91 @@
+"""The SBOM (CycloneDX 1.6 JSON, written by cyclonedx-python-lib) and the provenance (an in-toto statement with
+an SLSA v1 predicate) of a build, from what the build itself recorded: the wheels manifest (every wheel's name,
+version, sha256 and component; `expected`: where each component came from; `sources`: aiter's and ATOM's full
+commits), the base image and its digest, the pins and the lock digest. Pure: no engine, no clock.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from cyclonedx.model import ExternalReference, ExternalReferenceType, HashAlgorithm, HashType, Property, XsUri
+from cyclonedx.model.bom import Bom
+from cyclonedx.model.component import Component, ComponentType
+from cyclonedx.output.json import JsonV1Dot6
+from packageurl import PackageURL
+
+PYPI = "https://pypi.org/simple"
+NS = "io.atom-build"
+
+
+def origin(component: str, manifest: dict) -> dict:
+    """Where a component's wheels came from: {"kind": index|git|local, "url", "commit"?}."""
+    ref = str((manifest.get("expected") or {}).get(component, ""))
+    source = (manifest.get("sources") or {}).get(component) or {}
+    if ref.startswith("git:"):
+        repo, _, sha = ref.removeprefix("git:").rpartition("@")
+        return {"kind": "git", "url": source.get("repo") or repo, "commit": source.get("sha") or sha}
+    if ref.startswith("index:"):
+        return {"kind": "index", "url": ref.removeprefix("index:").split()[0]}
+    if ref.startswith("local:"):
+        return {"kind": "local", "url": ref.removeprefix("local:").split()[0]}
+    return {"kind": "index", "url": PYPI}  # pypi:NAME==VERSION, the lock's closure (lock/deps.txt), flydsl
+
+
+def wheel_component(wheel: dict, manifest: dict) -> Component:
+    where = origin(wheel["component"], manifest)
+    refs = [ExternalReference(type=ExternalReferenceType.VCS if where["kind"] == "git" else ExternalReferenceType.DISTRIBUTION,
+                              url=XsUri(where["url"]))]
+    props = [Property(name=f"{NS}:component", value=wheel["component"]), Property(name=f"{NS}:origin", value=where["kind"]),
+             Property(name=f"{NS}:filename", value=wheel["filename"])]
+    if where.get("commit"):
+        props.append(Property(name=f"{NS}:commit", value=where["commit"]))
+    return Component(type=ComponentType.LIBRARY, name=wheel["name"], version=wheel["version"],
+                     bom_ref=f"wheel:{wheel['filename']}",
+                     purl=PackageURL("pypi", name=wheel["name"].lower(), version=wheel["version"],
+                                     qualifiers={"file_name": wheel["filename"]}),
+                     hashes=[HashType(alg=HashAlgorithm.SHA_256, content=wheel["sha256"])],
+                     external_references=refs, properties=props)
+
+
+def cyclonedx(manifest: dict, *, image: str, image_id: str | None, base: str, base_digest: str | None) -> dict:
+    """Every wheel in the image and the base image, as a CycloneDX 1.6 document (deterministic for one manifest)."""
+    bom = Bom(serial_number=uuid.uuid5(uuid.NAMESPACE_URL, f"{image}@{image_id}"))
+    bom.metadata.timestamp = None
+    bom.metadata.component = Component(type=ComponentType.CONTAINER, name=image, version=image_id or "unknown",
+                                       bom_ref="image")
+    base_name, _, base_tag = base.rpartition(":") if ":" in base.rsplit("/", 1)[-1] else (base, "", "")
+    bom.components.add(Component(
+        type=ComponentType.CONTAINER, name=base_name, version=base_digest or base_tag or "unknown", bom_ref="base-image",
+        hashes=[HashType(alg=HashAlgorithm.SHA_256, content=base_digest.split(":", 1)[1])] if base_digest else [],
+        properties=[Property(name=f"{NS}:role", value="base image"), Property(name=f"{NS}:reference", value=base)]))
+    parts = [wheel_component(wheel, manifest) for wheel in manifest.get("wheels", [])]
+    for part in parts:
+        bom.components.add(part)
+    bom.register_dependency(bom.metadata.component, [*bom.components])
+    return json.loads(JsonV1Dot6(bom).output_as_string())
+
+
+def provenance(manifest: dict, *, image: str, image_id: str | None, pins: dict[str, str], profile: str,
+               base: str, base_digest: str | None, builder: str) -> dict:
+    """An in-toto statement, SLSA provenance v1: the image (subject), the pins, the lock digest and the component
+    keys it was built from (external parameters), the base image and sources (resolved dependencies)."""
+    deps = [{"uri": f"git+{s.get('repo')}", "digest": {"gitCommit": s.get("sha")}, "name": name}
+            for name, s in sorted((manifest.get("sources") or {}).items()) if s]
+    deps.append({"uri": base, "name": "base image", **({"digest": {"sha256": base_digest.split(":", 1)[1]}} if base_digest else {})})
+    return {
+        "_type": "https://in-toto.io/Statement/v1",
+        "subject": [{"name": image, "digest": {"sha256": image_id.split(":", 1)[1]} if image_id else {}}],
+        "predicateType": "https://slsa.dev/provenance/v1",
+        "predicate": {
+            "buildDefinition": {
+                "buildType": "https://github.com/atom-build/atom-clean-build/build-clean@v1",
+                "externalParameters": {"profile": profile, "arch": manifest.get("arch"), "ck_mode": manifest.get("ck_mode"),
+                                       "pins": pins, "lock_sha256": manifest.get("lock_sha256")},
+                "internalParameters": {"component_keys": manifest.get("component_keys") or {}},
+                "resolvedDependencies": deps,
+            },
+            "runDetails": {"builder": {"id": builder}},
+        },
+    }

@@ -1,0 +1,113 @@
+"""`invoke verify REF`: rebuild an image from its own labels on this engine and compare digests.
+
+The labels give the profile, arch, CK mode and the registry prefix the image was named under; its key label is the
+hash of every input (pins, lock blocks, Dockerfile stages, scripts, patches: cleanbuild.components), so this
+checkout can rebuild it only when the plan's key for that unit is the image's key, and the lock digest matches.
+Then every unit is built again (rebuild) through the pipeline's own steps, and the digests are compared: the same
+digest proves the image came from these inputs. Every name keeps pointing where it did; a rebuild that differs is
+kept as `<unit image>-rebuilt` for a closer look.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import replace
+
+from . import engine, metadata, pipeline, reproduce
+from .arch import Arch
+from .components import changed
+from .errors import EnvironmentProblem, StepFailed, UsageError
+from .plan import Plan, make_plan
+from .settings import Inputs, load_profile, options
+
+STEPS = ("preflight", "prepare", "wheels", "clean", "patch")
+
+
+def label_inputs(labels: Mapping[str, str], given: Inputs, ref: str) -> tuple[Inputs, str, str]:
+    """(inputs, unit, registry prefix) the image was built with, from its labels; pure."""
+    unit = labels.get(engine.UNIT_LABEL)
+    profile = labels.get(metadata.label("profile"))
+    wheels = labels.get(metadata.label("wheels-image"), "")
+    arch, ck_mode = metadata.image_labels(dict(labels))
+    if not unit or not profile or not arch or "/wheels:" not in wheels:
+        raise UsageError(f"{ref} lacks the io.atom-build labels of a clean or candidate image (unit, profile, arch, "
+                         "wheels-image). To fix, pass an image built by invoke build-clean.")
+    inputs = replace(given, profile=given.profile or profile, arch=arch, ck_free=ck_mode == "ckfree")
+    return inputs, unit, wheels.rsplit("/wheels:", 1)[0]
+
+
+def rebuild_plan(cli, ref: str, given: Inputs, config: Mapping[str, object]) -> tuple[Plan, str, str]:
+    """(plan, unit name, image ID): a plan whose unit has the image's key, or a UsageError naming what differs."""
+    info = engine.inspect(cli, ref)
+    labels = info.get("Config", {}).get("Labels") or {}
+    inputs, unit_name, registry = label_inputs(labels, given, ref)
+    plan = make_plan(load_profile(inputs, config),
+                     replace(options(inputs, config, arch=Arch.parse(str(inputs.arch))), registry=registry, cache="none"))
+    unit = plan.unit(unit_name)
+    if unit.key != labels.get(engine.KEY_LABEL):
+        image_inputs = _json_object(labels.get(engine.INPUTS_LABEL))
+        moved = ", ".join(changed(image_inputs, dict(unit.inputs))) if image_inputs else "its inputs label is missing"
+        raise UsageError(f"this checkout does not build {ref}: its {unit_name} key differs ({moved}). To fix, check out "
+                         "the commit that built it, or pass the --set overrides it was built with.")
+    lock = labels.get(metadata.label("lock-digest"))
+    if lock and lock != plan.prepare.lock_digest:
+        raise UsageError(f"{ref} was built from lock {lock[:19]}, this checkout has {plan.prepare.lock_digest[:19]}. "
+                         "To fix, check out the commit that built it.")
+    return plan, unit_name, info["Id"]
+
+
+def _json_object(text: str | None) -> dict | None:
+    try:
+        value = json.loads(text or "")
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def verify(cli, ref: str, given: Inputs, config: Mapping[str, object]) -> dict:
+    """Rebuild ref's unit from its labels (every unit built again); {"ref", "image", "rebuilt", "identical",
+    "rebuilt_ref", "difference"}."""
+    facts = engine.preflight(cli, 2.0)  # what the engine can do; the rebuild's own preflight checks its disk
+    if not facts.reproducible:
+        raise EnvironmentProblem(f"Docker {facts.version} (containerd image store: {facts.containerd_store}) stamps build "
+                                 "times into images, so a rebuild never has the same digest. To fix, verify on Docker "
+                                 ">= 26 with the containerd image store (.ci/install-docker.sh).")
+    plan, unit_name, image_id = rebuild_plan(cli, ref, given, config)
+    image = plan.unit(unit_name).image
+    repo, tag = image.rsplit(":", 1)
+    before = engine.image_id(cli, image)
+    # The containerd store drops an image that loses its last name: hold the verified one (and what the unit's
+    # name pointed to) under names of their own while the rebuild takes the unit's name.
+    holds = [engine.tag(cli, image_id, repo, f"{tag[:100]}-verified")]
+    if before and before != image_id:
+        holds.append(engine.tag(cli, before, repo, f"{tag[:100]}-previous"))
+    try:
+        pipeline.run(plan, cli, STEPS, rebuild=True, failed_report=False)
+        rebuilt = str(engine.image_id(cli, image))
+        result = {"ref": ref, "image": image_id, "rebuilt": rebuilt, "identical": rebuilt == image_id,
+                  "rebuilt_ref": image, "difference": None}
+        if not result["identical"]:
+            result["difference"] = reproduce.first_difference(cli, image_id, rebuilt)
+            result["rebuilt_ref"] = engine.tag(cli, rebuilt, repo, f"{tag[:100]}-rebuilt")
+            if before:
+                engine.tag(cli, before, repo, tag)  # the unit's name goes back where it was
+    finally:
+        for hold in holds:
+            engine.untag(cli, hold)
+    return result
+
+
+def summary(result: dict) -> str:
+    """One line: the same digest, or the first differing layer and file."""
+    if result["identical"]:
+        return f"{result['ref']}: rebuilt from its labels with the same digest {result['image']}"
+    diff = result["difference"]
+    where = ("the image config" if diff["layer"] is None
+             else f"layer {diff['layer']} ({diff['diff_ids'][0]} vs {diff['diff_ids'][1]}), file {diff['file']}")
+    return f"{result['ref']} ({result['image'][:19]}) differs from its rebuild ({result['rebuilt'][:19]}): {where}: {diff['why']}"
+
+
+def check(result: dict) -> None:
+    if not result["identical"]:
+        raise StepFailed(summary(result))

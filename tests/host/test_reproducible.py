@@ -1,0 +1,80 @@
+"""The reproducible build path without an engine: which engines take it, the flags it adds, the archive's digest,
+and how two layers' files are compared (cleanbuild.engine, buildx, reproduce)."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from cleanbuild import buildx, reproduce
+from cleanbuild.engine import reproducible_builds
+from cleanbuild.errors import BuildFailed
+
+
+@pytest.mark.parametrize(("version", "store", "builder", "expected"), [
+    ("26.1.5+dfsg1", True, None, True),  # Debian 13's engine with the containerd store: measured
+    ("29.0.0", True, None, True),
+    ("26.1.5+dfsg1", False, None, False),  # the classic store gives a loaded OCI archive another ID
+    ("20.10.24+dfsg1", False, None, False),  # BuildKit 0.8: no rewrite-timestamp
+    ("25.0.3", True, None, False),
+    ("26.1.5", True, "farm", False),  # a named builder's BuildKit version is unknown
+])
+def test_reproducible_builds_only_on_docker_26_with_the_containerd_store(version, store, builder, expected):
+    assert reproducible_builds(version, store, builder) is expected
+
+
+def test_reproducible_flags_set_the_epoch_and_rewrite_every_timestamp(tmp_path):
+    flags = buildx.reproducible_flags(tmp_path / "x.tar")
+    assert flags == ["--build-arg", f"SOURCE_DATE_EPOCH={buildx.SOURCE_DATE_EPOCH}", "--provenance=false",
+                     "--output", f"type=oci,dest={tmp_path / 'x.tar'},rewrite-timestamp=true"]
+
+
+def _archive(path: Path, manifests: list[dict]) -> Path:
+    data = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+                       "manifests": manifests}).encode()
+    with tarfile.open(path, "w") as tar:
+        info = tarfile.TarInfo("index.json")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_archive_digest_is_the_one_manifest_of_the_index(tmp_path):
+    # The index BuildKit's OCI exporter wrote in the measured build (tests/integration proves it on real builds).
+    manifest = {"mediaType": "application/vnd.oci.image.manifest.v1+json", "size": 561,
+                "digest": "sha256:892d20479a1f822c75eb74f95b3485cccad6ef2d22d17870909c0c24b0ae8d30",
+                "platform": {"architecture": "amd64", "os": "linux"}}
+    assert buildx.archive_digest(_archive(tmp_path / "a.tar", [manifest])) == manifest["digest"]
+
+
+def test_archive_digest_refuses_an_index_of_several_images(tmp_path):
+    entry = {"digest": "sha256:" + "0" * 64}
+    with pytest.raises(BuildFailed) as info:
+        buildx.archive_digest(_archive(tmp_path / "a.tar", [entry, entry]))
+    assert "holds 2 manifests" in str(info.value)
+
+
+def test_diff_files_names_the_first_path_and_the_fields_that_differ():
+    a = {"opt/venv/a.py": ("h1", 0o644, 0, 0, 315532800), "opt/venv/b.py": ("h2", 0o644, 0, 0, 315532800)}
+    b = {"opt/venv/a.py": ("h1", 0o644, 0, 0, 315532800), "opt/venv/b.py": ("h3", 0o644, 0, 0, 1764600000)}
+    assert reproduce.diff_files(a, b) == ("opt/venv/b.py", "content, mtime differ")
+
+
+def test_diff_files_names_a_path_present_in_one_layer_only():
+    a = {"x": ("h", 0o644, 0, 0, 0)}
+    assert reproduce.diff_files(a, {**a, "w": ("h", 0o644, 0, 0, 0)}) == ("w", "only in the second image")
+
+
+def test_diff_files_of_equal_layers_says_the_archive_differs():
+    a = {"x": ("h", 0o644, 0, 0, 0)}
+    assert reproduce.diff_files(a, dict(a)) == (None, "same files; the layer's archive differs (order or compression)")
+
+
+def test_diff_files_names_a_file_before_the_folders_above_it():
+    added = {"opt": ("directory", 0o755, 0, 0, 0), "opt/atom-build": ("directory", 0o755, 0, 0, 0),
+             "opt/atom-build/extra.txt": ("h", 0o644, 0, 0, 0)}
+    assert reproduce.diff_files(added, {}) == ("opt/atom-build/extra.txt", "only in the first image")

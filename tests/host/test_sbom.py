@@ -1,0 +1,77 @@
+"""cleanbuild.sbom on the manifest the wheels stage writes (collect_wheels on tiny wheels, as its own tests make
+them): every wheel with version, sha256 and origin; aiter and ATOM with their full commits; the base image."""
+
+from __future__ import annotations
+
+import json
+
+from cleanbuild import sbom
+from tests.host.test_collect_wheels import collect, stage  # noqa: F401 - the producer's fixture
+from tests.support.upstream import AITER_PIN, ATOM_PIN
+
+BASE = "atom-build/standin-base:24ea9762e151"
+DIGEST = "sha256:" + "cd" * 32
+
+
+def manifest_of(stage) -> dict:  # noqa: F811
+    errors, out = collect(stage)
+    assert errors == []
+    return json.loads((out / "manifest.json").read_text())
+
+
+def components(doc: dict) -> dict[str, dict]:
+    return {c["name"]: c for c in doc["components"]}
+
+
+def props(component: dict) -> dict[str, str]:
+    return {p["name"]: p["value"] for p in component.get("properties", [])}
+
+
+def test_every_wheel_is_a_component_with_version_sha256_and_origin(stage):  # noqa: F811
+    manifest = manifest_of(stage)
+    doc = sbom.cyclonedx(manifest, image="atom-build/candidate:x", image_id="sha256:" + "e" * 64, base=BASE,
+                         base_digest=DIGEST)
+    found = components(doc)
+    assert {w["name"] for w in manifest["wheels"]} <= set(found)
+    numpy = found["numpy"]
+    assert (numpy["version"], numpy["hashes"][0]["content"], numpy["externalReferences"][0]["url"]) == (
+        "2.3.4", next(w["sha256"] for w in manifest["wheels"] if w["name"] == "numpy"), sbom.PYPI)
+
+
+def test_aiter_and_atom_name_their_repository_and_full_commit(stage):  # noqa: F811
+    found = components(sbom.cyclonedx(manifest_of(stage), image="i", image_id=None, base=BASE, base_digest=None))
+    assert [(props(found[n])["io.atom-build:commit"], found[n]["externalReferences"][0]["type"])
+            for n in ("amd-aiter", "atom")] == [(AITER_PIN, "vcs"), (ATOM_PIN, "vcs")]
+
+
+def test_the_base_image_is_a_component_with_its_digest(stage):  # noqa: F811
+    found = components(sbom.cyclonedx(manifest_of(stage), image="i", image_id=None, base=BASE, base_digest=DIGEST))
+    assert (found["atom-build/standin-base"]["version"], found["atom-build/standin-base"]["hashes"][0]["content"]) == (
+        DIGEST, "cd" * 32)
+
+
+def test_the_same_manifest_gives_the_same_document(stage):  # noqa: F811
+    manifest = manifest_of(stage)
+    args = {"image": "i", "image_id": "sha256:" + "e" * 64, "base": BASE, "base_digest": DIGEST}
+    assert sbom.cyclonedx(manifest, **args) == sbom.cyclonedx(manifest, **args)
+
+
+def test_provenance_names_the_pins_and_the_lock_digest(stage):  # noqa: F811
+    manifest = manifest_of(stage)
+    doc = sbom.provenance(manifest, image="i", image_id="sha256:" + "e" * 64, pins={"aiter": f"repo@{AITER_PIN}"},
+                          profile="offline", base=BASE, base_digest=DIGEST, builder="docker 26.1.5")
+    params = doc["predicate"]["buildDefinition"]["externalParameters"]
+    assert (doc["predicateType"], params["pins"]["aiter"], params["lock_sha256"]) == (
+        "https://slsa.dev/provenance/v1", f"repo@{AITER_PIN}", manifest["lock_sha256"])
+
+
+def test_audit_finds_the_sbom_and_provenance_of_the_image_in_its_report_folder(tmp_path):
+    from cleanbuild.audit import supply_chain_finding
+
+    folder = tmp_path / "atom-gfx950-ckfree" / "run1"
+    folder.mkdir(parents=True)
+    (folder / "report.json").write_text(json.dumps({"image_id": "sha256:" + "e" * 64}))
+    for name in ("sbom.cdx.json", "provenance.json"):
+        (folder / name).write_text("{}")
+    assert [supply_chain_finding(i, tmp_path)["status"] for i in ("sha256:" + "e" * 64, "sha256:" + "f" * 64)] == [
+        "ok", "unknown"]

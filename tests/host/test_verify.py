@@ -1,0 +1,42 @@
+"""invoke verify without an engine: what the labels of a build-clean image give the rebuild (cleanbuild.verify)."""
+
+from __future__ import annotations
+
+import pytest
+
+from cleanbuild import engine, metadata, verify
+from cleanbuild.errors import UsageError
+from cleanbuild.settings import Inputs
+
+LABELS = {  # what the clean step writes and the candidate inherits (record.clean_labels, unit_labels, Dockerfile.clean)
+    engine.UNIT_LABEL: "candidate", engine.KEY_LABEL: "0" * 64, engine.VARIANT_LABEL: "gfx950-ckfree",
+    metadata.label("profile"): "offline", metadata.label("arch"): "gfx950", metadata.label("ck-mode"): "ckfree",
+    metadata.label("wheels-image"): "127.0.0.1:5000/team/wheels:gfx950-ckfree-0123456789abcdef",
+}
+
+
+def test_label_inputs_give_profile_arch_ck_mode_unit_and_registry():
+    inputs, unit, registry = verify.label_inputs(LABELS, Inputs(), "x")
+    assert (inputs.profile, inputs.arch, inputs.ck_free, unit, registry) == (
+        "offline", "gfx950", True, "candidate", "127.0.0.1:5000/team")
+
+
+def test_a_given_profile_beats_the_label():
+    inputs, _, _ = verify.label_inputs(LABELS, Inputs(profile="site.toml"), "x")
+    assert inputs.profile == "site.toml"
+
+
+@pytest.mark.parametrize("missing", [engine.UNIT_LABEL, metadata.label("profile"), metadata.label("wheels-image")])
+def test_an_image_without_the_labels_is_bad_input(missing):
+    labels = {k: v for k, v in LABELS.items() if k != missing}
+    with pytest.raises(UsageError) as info:
+        verify.label_inputs(labels, Inputs(), "alpine:3")
+    assert str(info.value).startswith("alpine:3 lacks the io.atom-build labels")
+
+
+def test_summary_names_the_first_differing_layer_and_file():
+    result = {"ref": "r", "image": "sha256:" + "a" * 64, "rebuilt": "sha256:" + "b" * 64, "identical": False,
+              "difference": {"layer": 7, "diff_ids": ["sha256:1", "sha256:2"], "file": "opt/venv/x.py",
+                             "why": "content differ"}}
+    assert verify.summary(result) == ("r (sha256:aaaaaaaaaaaa) differs from its rebuild (sha256:bbbbbbbbbbbb): "
+                                      "layer 7 (sha256:1 vs sha256:2), file opt/venv/x.py: content differ")

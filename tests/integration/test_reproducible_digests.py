@@ -1,0 +1,108 @@
+"""Same inputs, same digest, on an engine that can give it (Docker >= 26 with the containerd image store): two cold
+builds of gfx950 CK-free (every image rebuilt, the BuildKit cache pruned and the first build's images removed in
+between) give the same wheels, clean and candidate digests, here and in the registry. When they do not, the
+comparison (cleanbuild.reproduce.compare_digests: the first differing layer and file) is the failure message; it
+is written to reports/reproducibility/ either way. `invoke verify` rebuilds an image from its labels: the same
+digest for the image as built, the first differing layer and file for one changed after the build."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import uuid
+from dataclasses import replace
+
+import pytest
+
+from cleanbuild import engine, pipeline, reproduce, verify
+from cleanbuild.errors import StepFailed
+from cleanbuild.plan import Plan, make_plan
+from cleanbuild.settings import Inputs
+from tests.integration.test_registry import registry, registry_digest  # noqa: F401 - the registry fixture
+from tests.support.builds import REPO, VARIANTS, offline_plan
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+MEASURED = ("wheels", "clean", "candidate")
+
+
+@pytest.fixture(scope="module")
+def reproducible_engine(docker_engine):
+    facts = engine.preflight(docker_engine, 1.0)
+    if not facts.reproducible:
+        pytest.skip(f"Docker {facts.version} (containerd store: {facts.containerd_store}) keeps the --load path, "
+                    "whose image IDs carry build times: Docker >= 26 with the containerd image store is needed")
+    return docker_engine
+
+
+def cold_build(cli, plan: Plan) -> dict[str, str]:
+    """Every unit of the plan built again from a pruned BuildKit cache; {unit: image ID}."""
+    subprocess.run(["docker", "builder", "prune", "-af"], check=True, capture_output=True)  # noqa: S603,S607
+    pipeline.run(plan, cli, ("preflight", "prepare", "wheels", "clean", "patch"), rebuild=True, failed_report=False)
+    return {unit.name: engine.image_id(cli, unit.image) for unit in plan.units}
+
+
+def test_two_cold_builds_give_the_same_digests_here_and_in_the_registry(reproducible_engine, registry):  # noqa: F811
+    cli = reproducible_engine
+    base = offline_plan(VARIANTS[0], run_id="digests")
+    # Its own names (the labels name the wheels image, so both builds use the same); no registry cache: cold.
+    plan = make_plan(base.profile, replace(base.options, registry=f"{registry}/digests-{uuid.uuid4().hex[:8]}", cache="none"))
+    try:
+        first = cold_build(cli, plan)
+        for unit in plan.units:
+            engine.untag(cli, unit.image)
+        second = cold_build(cli, plan)
+        for name, image_id in first.items():  # the first build's images are gone here: back from the registry
+            if image_id != second.get(name):
+                engine.pull(cli, f"{plan.unit(name).image.rsplit(':', 1)[0]}@{image_id}")
+        result = reproduce.compare_digests(cli, first, second)
+        out = REPO / "reports" / "reproducibility"
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "digests-offline-gfx950-ckfree.json").write_text(json.dumps(result, indent=2) + "\n")
+        assert result["identical"], json.dumps(result["differing"])
+        for name in MEASURED:
+            image = plan.unit(name).image
+            repo, _, tag = image.removeprefix(f"{registry}/").rpartition(":")
+            assert registry_digest(registry, repo, tag) == second[name], f"{image}: the registry holds another digest"
+    finally:
+        for unit in plan.units:
+            engine.untag(cli, unit.image)
+
+
+@pytest.fixture(scope="module")
+def verified_build(reproducible_engine):
+    """gfx950 CK-free built once under names of its own (local, no registry): what invoke verify is given."""
+    base = offline_plan(VARIANTS[0], run_id="verify")
+    plan = make_plan(base.profile, replace(base.options, registry=f"atom-build/verify-{uuid.uuid4().hex[:8]}"))
+    pipeline.run(plan, reproducible_engine, ("preflight", "prepare", "wheels", "clean", "patch"), failed_report=False)
+    yield plan
+    for unit in plan.units:
+        engine.untag(reproducible_engine, unit.image)
+
+
+def test_verify_rebuilds_an_image_from_its_labels_with_the_same_digest(reproducible_engine, verified_build):
+    ref = verified_build.patch.image
+    result = verify.verify(reproducible_engine, ref, Inputs(), {})
+    assert (result["identical"], result["rebuilt"]) == (True, engine.image_id(reproducible_engine, ref))
+
+
+def test_verify_names_the_layer_and_file_of_an_image_changed_after_the_build(reproducible_engine, verified_build,
+                                                                              tmp_path):
+    """A layer added on top (FROM keeps every label): the rebuild has one layer less, and the report names it."""
+    ref = verified_build.patch.image
+    (tmp_path / "Dockerfile").write_text(f"FROM {ref}\nRUN echo changed > /opt/atom-build/extra.txt\n")
+    changed = f"{ref.rsplit(':', 1)[0]}:changed-after-build"
+    subprocess.run(["docker", "buildx", "build", "--load", "--network", "host", "-t", changed, str(tmp_path)],  # noqa: S603,S607
+                   check=True, capture_output=True)
+    result = {}
+    try:
+        result = verify.verify(reproducible_engine, changed, Inputs(), {})
+        layers = len(engine.layers(reproducible_engine, ref))
+        assert (result["identical"], result["difference"]["layer"], result["difference"]["file"]) == (
+            False, layers, "opt/atom-build/extra.txt")
+        with pytest.raises(StepFailed) as info:
+            verify.check(result)
+        assert f"layer {layers}" in str(info.value)
+    finally:
+        engine.untag(reproducible_engine, changed)
+        if result.get("rebuilt_ref") not in (None, ref):
+            engine.untag(reproducible_engine, result["rebuilt_ref"])
