@@ -320,11 +320,17 @@ def test_pins_bump_in_a_read_only_tree_is_exit_3_and_changes_nothing(capsys, pro
     assert tree_hash(profile_dir) == before
 
 
-def test_patches_apply_in_a_read_only_tree_is_exit_3_not_drift(capsys, tmp_path, read_only):
+def unpatched_site(tmp_path: Path) -> Path:
+    """A site-packages folder holding one unpatched aiter/tuned_gemm.py (the hand-written fixture)."""
     root = tmp_path / "site"
     target = root / "aiter" / "tuned_gemm.py"
     target.parent.mkdir(parents=True)
     target.write_bytes((ROOT / "tests" / "patches" / "fixtures" / "aiter" / "tuned_gemm_new.before.py.txt").read_bytes())
+    return root
+
+
+def test_patches_apply_in_a_read_only_tree_is_exit_3_not_drift(capsys, tmp_path, read_only):
+    root = unpatched_site(tmp_path)
     before = tree_hash(root)
     read_only(root)
     assert patches_cli.main(["apply", "--root", str(root)]) == 3
@@ -334,10 +340,7 @@ def test_patches_apply_in_a_read_only_tree_is_exit_3_not_drift(capsys, tmp_path,
 
 
 def test_invoke_patch_tells_a_write_failure_from_drift(capsys, tmp_path, read_only):
-    root = tmp_path / "site"
-    target = root / "aiter" / "tuned_gemm.py"
-    target.parent.mkdir(parents=True)
-    target.write_bytes((ROOT / "tests" / "patches" / "fixtures" / "aiter" / "tuned_gemm_new.before.py.txt").read_bytes())
+    root = unpatched_site(tmp_path)
     read_only(root)
     code, lines = outcome(capsys, "patch", "--src", str(root))
     assert (code, lines[-1]) == (3, f"error: patches apply failed because it could not write under {root} (see "
