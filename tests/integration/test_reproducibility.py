@@ -28,6 +28,12 @@ def cold_build(cli, n: int) -> Plan:
 
 
 def test_two_cold_builds_give_the_same_closure(docker_engine, offline_builds):
+    version = docker_engine.version().get("Version", "0")
+    if int(version.split(".")[0]) < 23:
+        # Measured 2026-12-01: after `docker builder prune`, BuildKit 0.8 (Docker 20.10) panics in its image puller
+        # (cache.setImageRefMetadata, nil ref in GetByBlob) when a build starts FROM a local multi-layer image, and
+        # the engine dies. The same check on a current engine: test_reproducible_digests.py (Docker >= 26).
+        pytest.skip(f"Docker {version}: BuildKit 0.8 crashes on a pruned cache under FROM-image builds")
     first, second = cold_build(docker_engine, 1), cold_build(docker_engine, 2)
     try:
         result = reproduce.compare(docker_engine, (first.wheels.image, second.wheels.image),
