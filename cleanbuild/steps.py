@@ -145,7 +145,7 @@ def clean(ctx: Ctx, rec: BuildRecord) -> Outcome:
 def dev(ctx: Ctx, rec: BuildRecord) -> Outcome:
     """--src, overlay route: the changed files as one layer over the clean image (Dockerfile.dev), labelled dirty."""
     src = ctx.plan.options.src
-    done = _ensure(ctx, ctx.plan.unit("dev"), srcplan.labels(src))
+    done = _ensure(ctx, rec, ctx.plan.unit("dev"), srcplan.labels(src))
     manifest = srcplan.overlay_manifest(src)
     rec = replace(rec, candidate_id=done.image_id, candidate_ref=done.image, units=(*rec.units, done))
     detail = (f"{done.image} ({done.how}): {len(manifest['files'])} files copied, {len(manifest['deleted'])} deleted "
