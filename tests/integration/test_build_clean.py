@@ -232,9 +232,12 @@ def test_matrix_rebuilds_only_what_is_missing(docker_engine, offline_builds, mod
     """The two wheels assemblies removed: the matrix rebuilds them from the component images it finds by key."""
     from tests.support.builds import Variant
 
-    images = [offline_plan(Variant(a, True)).wheels.image for a in ("gfx942", "gfx950")]
-    for image in images:
-        engine.untag(docker_engine, image)
+    plans = [offline_plan(Variant(a, True)) for a in ("gfx942", "gfx950")]
+    images = [p.wheels.image for p in plans]
+    for plan in plans:  # every name it has (images are found by key, whatever the name: a registry run adds names)
+        found = engine.find_by_key(docker_engine, "wheels", plan.wheels_key)
+        for ref in {plan.wheels.image, *(found[1] if found else ())}:
+            engine.untag(docker_engine, ref)
     result = build_clean("--arch", "gfx942,gfx950", "--ck-free", "--model", str(model), user="ci-matrix")
     assert result.returncode == 0, result.stderr[-3000:]
     wheels_lines = [ln for ln in result.stderr.splitlines() if ln.startswith("✓ wheels (")]
