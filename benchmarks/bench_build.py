@@ -58,8 +58,9 @@ def images_of(cli, plan, keep: frozenset[str] = frozenset()) -> set[str]:
     refs: set[str] = set()
     for unit in getattr(plan, "units", ()):
         if unit.key not in keep:
-            found = engine.find_by_key(cli, unit.name, unit.key)
-            refs |= {unit.image, *(found[1] if found else ())}
+            refs.add(unit.image)
+            for image_id, tags in engine.images_by_key(cli, unit.name, unit.key):
+                refs |= set(tags) or {image_id}
     if not hasattr(plan, "units"):  # the code before per-component keys: three content-keyed names
         refs |= {plan.patch.image, plan.clean.image, plan.wheels.image}
     return refs

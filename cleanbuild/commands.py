@@ -92,7 +92,7 @@ def unit_states(plan: Plan) -> list[dict]:
         return [{"state": "unknown", "why": f"no engine: {exc}"} for _ in plan.units]
     out = []
     for unit in plan.units:
-        found = engine.find_by_key(cli, unit.name, unit.key)
+        found = engine.find_by_key(cli, unit.name, unit.key, unit.image)
         if found:
             out.append({"state": "reused", "why": f"found here by key ({', '.join(found[1]) or found[0][:19]})"})
             continue

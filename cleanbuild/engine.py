@@ -318,10 +318,21 @@ KEY_LABEL, UNIT_LABEL, VARIANT_LABEL, INPUTS_LABEL = (metadata.label(n) for n in
 
 
 @_boundary
-def find_by_key(cli, unit: str, key: str) -> tuple[str, tuple[str, ...]] | None:
-    """(image ID, its tags) of a local image built for this unit and key, whatever its name; None if none."""
+def images_by_key(cli, unit: str, key: str) -> list[tuple[str, tuple[str, ...]]]:
+    """(image ID, its tags) of every local image built for this unit and key, whatever its name, newest first.
+    More than one where the engine cannot build reproducibly (Docker 20.10 stamps build times) and an image was
+    built again while an earlier one kept another name (a registry name, another plan's)."""
     found = cli.images.list(filters={"label": [f"{KEY_LABEL}={key}", f"{UNIT_LABEL}={unit}"]})
-    return (found[0].id, tuple(found[0].tags)) if found else None
+    found = sorted(found, key=lambda i: i.attrs.get("Created", ""), reverse=True)
+    return [(i.id, tuple(i.tags)) for i in found]
+
+
+def find_by_key(cli, unit: str, key: str, name: str = "") -> tuple[str, tuple[str, ...]] | None:
+    """(image ID, its tags) of a local image built for this unit and key, whatever its name; None if none. Where
+    several carry the key, the one already named `name`, else the newest: a name never moves to another image of
+    the same key, so what was built FROM it stays built FROM the same bytes."""
+    found = images_by_key(cli, unit, key)
+    return next((i for i in found if name in i[1]), found[0] if found else None)
 
 
 @_boundary

@@ -70,11 +70,11 @@ def _ensure(ctx: Ctx, rec: BuildRecord, unit: Unit, labels: tuple[tuple[str, str
     missing), so another node finds every image this build used."""
     o, cli = ctx.plan.options, ctx.cli
     if not ctx.rebuild:
-        found = engine.find_by_key(cli, unit.name, unit.key)
+        found = engine.find_by_key(cli, unit.name, unit.key, unit.image)
         how = "found here by key"
         if found is None and o.remote:
             pulled = engine.pull(cli, unit.image)
-            found = engine.find_by_key(cli, unit.name, unit.key) if pulled else None
+            found = engine.find_by_key(cli, unit.name, unit.key, unit.image) if pulled else None
             how = "pulled from the registry by key"
         if found is not None:
             image_id, tags = found

@@ -184,3 +184,47 @@ DIGEST = "sha256:892d20479a1f822c75eb74f95b3485cccad6ef2d22d17870909c0c24b0ae8d3
 ])
 def test_push_returns_the_digest_either_store_reports(lines):
     assert engine.push(PushingClient(lines), "127.0.0.1:5000/x/y:t1") == DIGEST
+
+
+class _Image:
+    def __init__(self, image_id: str, tags: tuple[str, ...], created: str):
+        self.id, self.tags, self.attrs = image_id, list(tags), {"Created": created}
+
+
+class _Images:
+    """What the engine's image list answers for one unit and key: several images where builds are not
+    reproducible (each rebuild of the key a new ID), listed in the engine's own (unspecified) order."""
+
+    def __init__(self, images):
+        self.images, self.filters = images, None
+
+    def list(self, filters):
+        self.filters = filters
+        return list(self.images)
+
+
+class _Cli:
+    def __init__(self, images):
+        self.images = _Images(images)
+
+
+OLDER = _Image("sha256:old", ("atom-build/venv:k1",), "2026-12-01T10:00:00Z")
+NEWER = _Image("sha256:new", ("127.0.0.1:5000/x/venv:k1",), "2026-12-01T11:00:00Z")
+
+
+def test_find_by_key_keeps_the_name_on_the_image_that_has_it():
+    """A name never moves to another image of the same key: what was built FROM it keeps the same bytes."""
+    cli = _Cli([NEWER, OLDER])
+    assert engine.find_by_key(cli, "venv", "k1", "atom-build/venv:k1")[0] == "sha256:old"
+    assert cli.images.filters == {"label": [f"{engine.KEY_LABEL}=k1", f"{engine.UNIT_LABEL}=venv"]}
+
+
+def test_find_by_key_without_the_name_takes_the_newest_whatever_the_order():
+    for order in ([NEWER, OLDER], [OLDER, NEWER]):
+        assert engine.find_by_key(_Cli(order), "venv", "k1", "atom-build/venv:other")[0] == "sha256:new"
+
+
+def test_find_by_key_finds_nothing_when_no_image_has_the_key():
+    assert engine.find_by_key(_Cli([]), "venv", "k1", "atom-build/venv:k1") is None
+    assert engine.images_by_key(_Cli([OLDER, NEWER]), "venv", "k1") == [
+        ("sha256:new", ("127.0.0.1:5000/x/venv:k1",)), ("sha256:old", ("atom-build/venv:k1",))]

@@ -230,14 +230,13 @@ def test_no_engine_is_exit_3_before_any_preparation(tmp_path):
 
 def test_matrix_rebuilds_only_what_is_missing(docker_engine, offline_builds, model):
     """The two wheels assemblies removed: the matrix rebuilds them from the component images it finds by key."""
-    from tests.support.builds import Variant
+    from tests.support.builds import Variant, forget
 
     plans = [offline_plan(Variant(a, True)) for a in ("gfx942", "gfx950")]
     images = [p.wheels.image for p in plans]
-    for plan in plans:  # every name it has (images are found by key, whatever the name: a registry run adds names)
-        found = engine.find_by_key(docker_engine, "wheels", plan.wheels_key)
-        for ref in {plan.wheels.image, *(found[1] if found else ())}:
-            engine.untag(docker_engine, ref)
+    # Every image of the two keys, by every name (images are found by key, whatever the name: a registry run adds
+    # names, and a run before this one on the same engine may have left another image of the key).
+    forget(docker_engine, [plan.unit("wheels") for plan in plans])
     result = build_clean("--arch", "gfx942,gfx950", "--ck-free", "--model", str(model), user="ci-matrix")
     assert result.returncode == 0, result.stderr[-3000:]
     wheels_lines = [ln for ln in result.stderr.splitlines() if ln.startswith("✓ wheels (")]

@@ -10,15 +10,18 @@ import pytest
 
 from cleanbuild import engine, pipeline
 from cleanbuild.plan import make_plan
-from tests.support.builds import AITER_BUMP, ATOM_BUMP, REPO, bumped_profile
+from tests.support.builds import AITER_BUMP, ATOM_BUMP, REPO, bumped_profile, forget, only_in
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.network]
 BUILD = ("preflight", "prepare", "wheels", "clean", "patch")
 
 
 def bump_build(cli, built, component: str, ref: str):
+    """The bump after the session's build, and nothing of it here before (a run before this one on the same engine
+    may have left the bump's images: they would be found by key)."""
     profile = bumped_profile(REPO / ".cache" / "test-profiles", component, ref)
     plan = make_plan(profile, replace(built.plan.options, run_id=f"itest-bump-{component}"))
+    forget(cli, only_in(plan, built.plan))
     return plan, pipeline.run(plan, cli, BUILD, failed_report=False)
 
 
@@ -31,9 +34,7 @@ def atom_bump(docker_engine, offline_builds):
     built = offline_builds["gfx950-ckfree"]
     plan, rec = bump_build(docker_engine, built, "atom", ATOM_BUMP)
     yield built, plan, rec
-    for unit in plan.units:
-        if unit.key not in {u.key for u in built.plan.units}:
-            engine.untag(docker_engine, unit.image)
+    forget(docker_engine, only_in(plan, built.plan))
 
 
 def test_an_atom_bump_builds_atom_and_what_holds_it_and_nothing_else(atom_bump):
@@ -64,6 +65,4 @@ def test_an_aiter_bump_keeps_the_venv_and_atom_layers(docker_engine, offline_bui
         assert after[:3] == before[:3]  # base, venv, ATOM: byte for byte the same layers
         assert after[3] != before[3]  # aiter's layer
     finally:
-        for unit in plan.units:
-            if unit.key not in {u.key for u in built.plan.units}:
-                engine.untag(docker_engine, unit.image)
+        forget(docker_engine, only_in(plan, built.plan))

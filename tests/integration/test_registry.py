@@ -20,7 +20,7 @@ from cleanbuild import commands, engine, pipeline
 from cleanbuild.errors import StepFailed
 from cleanbuild.plan import make_plan
 from cleanbuild.settings import Inputs
-from tests.support.builds import ATOM_BUMP, REPO, bumped_profile, offline_plan
+from tests.support.builds import ATOM_BUMP, REPO, bumped_profile, forget, offline_plan, only_in
 from tests.support.tiny_model import make_tiny_model
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -94,10 +94,7 @@ def forget_machine(cli, prefix: str, plans=()) -> None:
     whatever their name, so every name of the plans' images goes too (top of each stack first); restore() puts the
     session's names back on the same images once the second machine pulled them."""
     for plan in plans:
-        for unit in reversed(plan.units):
-            found = engine.find_by_key(cli, unit.name, unit.key)
-            for ref in {unit.image, *(found[1] if found else ())}:
-                engine.untag(cli, ref)
+        forget(cli, reversed(plan.units))
     for image in cli.images.list():
         for tag in image.tags:
             if tag.startswith(prefix):
@@ -171,11 +168,12 @@ def test_a_bump_on_a_fresh_node_pulls_everything_but_what_moved(docker_engine, o
     profile = bumped_profile(REPO / ".cache" / "test-profiles", "atom", ATOM_BUMP)
     plan = make_plan(profile, replace(first.options, run_id=f"itest-bump2-{RUN}"))
     session = [b.plan for b in offline_builds.values()]
-    forget_machine(docker_engine, prefix, session)
+    forget_machine(docker_engine, prefix, [*session, plan])  # the bump's own images too, whoever left them here
     try:
         rec = pipeline.run(plan, docker_engine, BUILD, failed_report=False)
     finally:
         restore(docker_engine, session)
+        forget(docker_engine, only_in(plan, *session))
     assert {u.name for u in rec.units if u.status == "built"} == {"atom", "wheels", "atom-layer", "clean", "candidate"}
     assert {u.how for u in rec.units if u.status == "reused"} == {"pulled from the registry by key"}
     assert {u.how for u in rec.units if u.status == "built"} == {"built and pushed"}

@@ -75,6 +75,22 @@ def standin_base(cli) -> str:
     return prepare.ensure_standin(plan.prepare, plan.options.cache_dir, lambda ref: engine.image_id(cli, ref) is not None)
 
 
+def forget(cli, units) -> None:
+    """Every image of these units gone from this engine: each name of every image that carries a unit's key (an
+    image is found by key whatever its name, and a second run on the same engine finds what the first one left)."""
+    for unit in units:
+        for image_id, tags in engine.images_by_key(cli, unit.name, unit.key):
+            for ref in tags or (image_id,):
+                engine.untag(cli, ref)
+        engine.untag(cli, unit.image)
+
+
+def only_in(plan: Plan, *others: Plan) -> list:
+    """The units of plan whose keys none of the others has: what a bump moved."""
+    keys = {u.key for other in others for u in other.units}
+    return [u for u in plan.units if u.key not in keys]
+
+
 def with_options(plan: Plan, **changes) -> Plan:
     return replace(plan, options=replace(plan.options, **changes))
 
