@@ -22,8 +22,8 @@ from pathlib import Path
 from . import engine
 from .arch import Arch
 from .errors import EnvironmentProblem, StepFailed, UsageError
-from .plan import REPO_ROOT, RunSpec
 from .settings import new_run_id
+from .spec import REPO_ROOT, RunSpec
 
 PROBE_ROOT = "/opt/atom-audit"
 MODEL_MOUNT = "/opt/atom-audit-model"

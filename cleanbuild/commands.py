@@ -15,11 +15,12 @@ from .arch import Arch, host_runner, resolve
 from .components import changed
 from .console import console, key_values, steps_table, units_table
 from .errors import CleanBuildError, EnvironmentProblem, StepFailed, UsageError
-from .plan import REPO_ROOT, Plan, build_spec, commands, make_plan
+from .plan import Plan, build_spec, commands, make_plan
 from .record import BuildRecord
 from .refs import image_ref
 from .run import quote, run
 from .settings import Inputs, load_profile, options
+from .spec import REPO_ROOT
 
 BUILD_STEPS = ("preflight", "prepare", "wheels")
 

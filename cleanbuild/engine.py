@@ -23,8 +23,8 @@ from packaging.version import Version
 
 from . import metadata
 from .errors import CleanBuildError, EnvironmentProblem, StepFailed, UsageError
-from .plan import RunSpec
 from .run import run
+from .spec import EngineFacts, RunSpec
 
 MIN_ENGINE = Version("20.10")
 # Moby 26.0 vendors BuildKit 0.13, the first with the exporters' rewrite-timestamp (Debian's build reports BuildKit
@@ -72,16 +72,6 @@ def client():
         raise EnvironmentProblem(f"the Docker engine is not reachable ({type(exc).__name__}). To fix, start dockerd "
                                  "(see .ci/install-docker.sh) or set DOCKER_HOST.") from None
     return cli
-
-
-@dataclass(frozen=True)
-class EngineFacts:
-    version: str
-    buildx: str
-    root_dir: str
-    free_gib: float
-    containerd_store: bool = False  # the containerd image store: an image's ID is its manifest digest
-    reproducible: bool = False  # same inputs, same digest: rewrite-timestamp builds (cleanbuild.buildx)
 
 
 @_boundary

@@ -32,6 +32,7 @@ from .imports import Tree, unresolved
 from .profiles import PROFILE_DIR, Profile, load
 from .profiles import _sibling as parent_file
 from .refs import SHA, git_ref
+from .spec import REPO_ROOT
 
 PATCH_TARGETS = ("aiter/tuned_gemm.py", "aiter/jit/core.py", "atom/model_ops/linear.py", "atom/utils/envs.py")
 FLYDSL = re.compile(r"""^FLYDSL_VERSION\s*=\s*["']flydsl==([^"']+)["']""", re.MULTILINE)
@@ -268,8 +269,7 @@ def patch_check(repo: Repo, sha: str) -> tuple[dict[str, str], list[str]]:
         present = repo.export(sha, list(PATCH_TARGETS), Path(tmp))
         if not present:
             return {}, []
-        root = Path(__file__).resolve().parent.parent
-        proc = subprocess.run([sys.executable, "-m", "patches", "check", "--root", tmp, "--json"], cwd=root,  # noqa: S603
+        proc = subprocess.run([sys.executable, "-m", "patches", "check", "--root", tmp, "--json"], cwd=REPO_ROOT,  # noqa: S603
                               capture_output=True, text=True, check=False)
         try:
             data = json.loads(proc.stdout)

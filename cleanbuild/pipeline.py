@@ -20,7 +20,7 @@ from .console import console, step_done, step_started
 from .errors import CleanBuildError, Interrupted
 from .plan import Plan
 from .record import BuildRecord, StepRecord
-from .steps import STEPS, Ctx, Journal
+from .steps import STEPS, Ctx, Journal, observe
 
 
 def new_record(plan: Plan, **known) -> BuildRecord:
@@ -92,7 +92,7 @@ def _cleanup(ctx: Ctx, rec: BuildRecord, failed_report: bool, why: str) -> str:
                 problems.append(str(exc))
         if failed_report and rec.steps:
             try:
-                done.append(f"report {report.write(ctx.plan, rec, ctx.cli, failed=True, error=why)}")
+                done.append(f"report {report.write(ctx.plan, observe(ctx.cli, rec), failed=True, error=why)}")
             except (CleanBuildError, OSError) as exc:
                 problems.append(f"report not written ({exc})")
         if pressed:

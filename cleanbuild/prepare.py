@@ -20,8 +20,9 @@ import tempfile
 from pathlib import Path
 
 from .errors import EnvironmentProblem, StepFailed
-from .plan import CLEAN_ONLY_SCRIPTS, DOCKER_DIR, Plan, Prepare, standin_image
+from .plan import CLEAN_ONLY_SCRIPTS, Plan, Prepare, standin_image
 from .run import CommandFailed, run
+from .spec import DOCKER_DIR
 
 
 @contextlib.contextmanager

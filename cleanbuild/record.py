@@ -8,9 +8,9 @@ import hashlib
 from dataclasses import dataclass, field
 
 from . import metadata
-from .engine import EngineFacts
 from .metadata import ImageFacts
 from .plan import Plan
+from .spec import EngineFacts
 from .tag import Tag
 
 
@@ -45,6 +45,17 @@ class UnitRecord:
 
 
 @dataclass(frozen=True)
+class ImageSummary:
+    """What the report says of the candidate image, read from the engine by the step that writes the report
+    (cleanbuild.steps.observe), so the report itself asks no engine."""
+
+    size_bytes: int | None
+    layers: tuple[str, ...]  # the layer digests (RootFS), bottom first
+    labels: dict[str, str]
+    largest_layers: tuple[dict, ...]  # {"size", "created_by"}, largest first
+
+
+@dataclass(frozen=True)
 class BuildRecord:
     run_id: str
     started: float  # time.monotonic() at the start
@@ -66,6 +77,8 @@ class BuildRecord:
     dev_ref: str | None = None  # --src: the dev tag applied instead (never a release tag)
     units: tuple[UnitRecord, ...] = ()  # every keyed image the run made or reused, in build order
     steps: tuple[StepRecord, ...] = field(default=())
+    image: ImageSummary | None = None  # the candidate as the engine saw it when the report was written
+    finished: float | None = None  # time.monotonic() when the report was written
 
 
 def digest(raw: bytes) -> str:

@@ -20,9 +20,9 @@ from packaging.version import InvalidVersion, Version
 from .arch import Arch, host_runner, resolve
 from .errors import UsageError
 from .gpu import parse_gpus
-from .plan import REPO_ROOT, Options
 from .profiles import Profile, load, parse_sets
 from .refs import git_ref, git_remote, image_ref
+from .spec import REPO_ROOT, Options
 from .tag import today
 
 DEFAULTS: dict[str, object] = {

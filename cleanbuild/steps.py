@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -14,8 +15,9 @@ from . import prepare as preparer
 from . import report as reports
 from .components import Unit
 from .errors import StepFailed, UsageError
-from .plan import BuildSpec, Plan, build_spec, cache_flags, patch_build
-from .record import BuildRecord, StepRecord, UnitRecord, Wheels, clean_labels, digest
+from .plan import Plan, build_spec, patch_build
+from .record import BuildRecord, ImageSummary, StepRecord, UnitRecord, Wheels, clean_labels, digest
+from .spec import BuildSpec, cache_flags
 from .tag import Tag, TagParts, make_tag
 
 Outcome = tuple[BuildRecord, str, str]
@@ -306,8 +308,20 @@ def push_report(ctx: Ctx, rec: BuildRecord) -> str:
 def report(ctx: Ctx, rec: BuildRecord) -> Outcome:
     """The report lists every step, itself included (written as it runs; its seconds are the writing's)."""
     itself = StepRecord("report", "passed", 0.0, "this report")
-    folder = reports.write(ctx.plan, replace(rec, steps=(*rec.steps, itself)), ctx.cli, failed=False)
+    folder = reports.write(ctx.plan, observe(ctx.cli, replace(rec, steps=(*rec.steps, itself))), failed=False)
     return rec, "passed", str(folder)
+
+
+def observe(cli, rec: BuildRecord) -> BuildRecord:
+    """What the report says that only the engine and the clock know, into the record: the candidate's size,
+    layers and labels (when there is a candidate and an engine), and the time the run ended."""
+    image = None
+    if rec.candidate_id and cli is not None:
+        inspected = engine.inspect(cli, rec.candidate_id)
+        image = ImageSummary(inspected.get("Size"), tuple((inspected.get("RootFS") or {}).get("Layers", [])),
+                             dict((inspected.get("Config") or {}).get("Labels") or {}),
+                             tuple(engine.largest_layers(cli, rec.candidate_id)))
+    return replace(rec, image=image, finished=time.monotonic())
 
 
 def _failed(rec: BuildRecord, message: str) -> StepFailed:

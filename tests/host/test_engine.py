@@ -12,7 +12,7 @@ import requests
 import docker
 from cleanbuild import engine, metadata
 from cleanbuild.errors import EnvironmentProblem, StepFailed, UsageError
-from cleanbuild.plan import RunSpec
+from cleanbuild.spec import RunSpec
 
 
 @engine._boundary

@@ -14,7 +14,8 @@ import pytest
 from cleanbuild import buildx, engine, pipeline, profiles
 from cleanbuild.arch import Arch
 from cleanbuild.metadata import RUN_LABEL
-from cleanbuild.plan import Options, make_plan
+from cleanbuild.plan import make_plan
+from cleanbuild.spec import Options
 
 
 class FakeContainer:
