@@ -110,13 +110,13 @@ def check_inputs(arch: str | None, model: str | None, tp: tuple[int | str, ...])
     """UsageError (exit 2) for anything wrong with the flags, before the engine is touched."""
     name = Arch.parse(arch).value if arch else None
     try:
-        tp = tuple(int(n) for n in tp)  # invoke hands repeated flags over as strings
+        sizes = tuple(int(n) for n in tp)  # invoke hands repeated flags over as strings
     except (TypeError, ValueError):
-        tp = ()
-    if not tp or any(n < 1 for n in tp):
-        raise UsageError(f"--tp must be one or more sizes >= 1, got {tp or 'none'}. To fix, pass e.g. --tp 1 --tp 8.")
+        sizes = ()
+    if not sizes or any(n < 1 for n in sizes):
+        raise UsageError(f"--tp must be one or more sizes >= 1, got {sizes or 'none'}. To fix, pass e.g. --tp 1 --tp 8.")
     if model is None:
-        return Inputs(name, None, None, tuple(tp))
+        return Inputs(name, None, None, sizes)
     path = Path(model).expanduser()
     if path.exists():
         path = path.resolve()
@@ -125,10 +125,10 @@ def check_inputs(arch: str | None, model: str | None, tp: tuple[int | str, ...])
             raise UsageError(f"--model {model} has no config.json. To fix, pass a Hugging Face model folder or its config.json.")
         # Under its own name: the probe names the model after its folder when config.json has no _name_or_path.
         inside = f"{MODEL_MOUNT}/{path.name}" if path.is_dir() else f"{MODEL_MOUNT}/{path.parent.name}/config.json"
-        return Inputs(name, inside, (str(path), inside, "ro"), tuple(tp))
+        return Inputs(name, inside, (str(path), inside, "ro"), sizes)
     presets = _presets()
     if model in presets:
-        return Inputs(name, model, None, tuple(tp))
+        return Inputs(name, model, None, sizes)
     raise UsageError(f"--model {model} is neither an existing path nor a preset. To fix, pass a model folder "
                      f"or one of: {', '.join(presets)}.")
 
@@ -137,9 +137,11 @@ def _presets() -> tuple[str, ...]:
     """validation/models.py's preset names, read with ast (the host does not install or import validation/)."""
     tree = ast.parse((REPO_ROOT / "validation" / "models.py").read_text())
     for node in tree.body:
-        target = node.target if isinstance(node, ast.AnnAssign) else (node.targets[0] if isinstance(node, ast.Assign) else None)
+        if not isinstance(node, ast.Assign | ast.AnnAssign):
+            continue
+        target = node.target if isinstance(node, ast.AnnAssign) else node.targets[0]
         if isinstance(target, ast.Name) and target.id == "PRESETS" and isinstance(node.value, ast.Dict):
-            return tuple(k.value for k in node.value.keys if isinstance(k, ast.Constant))
+            return tuple(k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str))
     return ()
 
 

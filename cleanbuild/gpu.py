@@ -17,7 +17,7 @@ import re
 import stat
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -359,8 +359,8 @@ def _rows(path: Path, data: dict, table: str) -> list:
     return rows
 
 
-def _row(path: Path, table: str, i: int, row: object, cls: type) -> dict[str, str]:
-    keys = list(cls.__dataclass_fields__)
+def _row(path: Path, table: str, i: int, row: object, cls: type[DriverRelease] | type[RocmRow]) -> dict[str, str]:
+    keys = [f.name for f in fields(cls)]
     where = f"{path}: [[{table}]] row {i + 1}"
     if not isinstance(row, dict):
         raise UsageError(f"{where} is not a table. To fix, write it as [[{table}]] with keys {', '.join(keys)}.")
@@ -413,6 +413,8 @@ def check_driver(info: DriverInfo, image_rocm: str | None, compat: Compat | None
     if host is None:
         return f"unknown: not in the compatibility table (host: {info.describe()}; AMD's matrix lists only its own driver releases)"
     need = compat.driver(row.min_driver)
+    if need is None:  # load_compat refuses a row whose min_driver the table does not list
+        raise UsageError(f"the compatibility table lists no driver {row.min_driver}. To fix, restore it from git.")
     if host < Version(need.module):
         raise EnvironmentProblem(_too_old(info, host, row, need, compat))
     if host > Version(compat.drivers[-1].module):
@@ -480,12 +482,12 @@ def argv_flags(access: DeviceAccess) -> list[str]:
 #   buffers (MORI, RCCL over InfiniBand across nodes); ROCm's docker pages do not ask for it, and a one-node
 #   smoke test registers nothing. Raising it needs CAP_SYS_RESOURCE in the daemon: a nested or rootless dockerd
 #   refuses to start such a container ("error setting rlimit type 8: operation not permitted", measured here).
-_SECCOMP = {"security_opt": ["seccomp=unconfined"]}
-STEP_OPTIONS = {
+_SECCOMP: dict[str, object] = {"security_opt": ["seccomp=unconfined"]}
+STEP_OPTIONS: dict[str, dict[str, object]] = {
     "validate": _SECCOMP,
     "smoke": {**_SECCOMP, "ipc_mode": "host"},
 }
-RDMA_OPTIONS = {"ulimits": [{"name": "memlock", "soft": -1, "hard": -1}]}
+RDMA_OPTIONS: dict[str, object] = {"ulimits": [{"name": "memlock", "soft": -1, "hard": -1}]}
 
 
 def compute_options(step: str, *, rdma: bool = False) -> dict:

@@ -96,7 +96,7 @@ def git_pin(name: str, repo: Repo, ref: str, branch: object) -> Row:
     if repo.resolve(ref) is None:
         return Row(name, ref, "WRONG", f"{ref[:12]} is not a commit of {repo.url}. To fix, pin a commit of that repository (`invoke pins --bump {name}`).")
     pinned, head = repo.commit(ref), repo.commit(head_sha)
-    facts = {"date": pinned.date, "subject": pinned.subject, "branch": branch, "head": head.sha, "head_date": head.date,
+    facts: dict[str, object] = {"date": pinned.date, "subject": pinned.subject, "branch": branch, "head": head.sha, "head_date": head.date,
              "describe": repo.describe(ref)}
     if not repo.is_ancestor(ref, head.sha):
         others = sorted(n for n, sha in heads.items() if sha == ref)
@@ -138,7 +138,8 @@ def flydsl(profile: Profile, aiter: Repo) -> Row:
     want = m.group(1) if m else None
     comp = profile.component("flydsl")
     if comp.source == "pypi":
-        have, where = str(comp.get("version")), "components.flydsl.version"
+        have: str | None = str(comp.get("version"))
+        where = "components.flydsl.version"
     else:
         runtime, _ = lock.lock_paths(profile)
         have, where = (lock.packages(runtime).get("flydsl") if runtime.is_file() else None), runtime.name

@@ -20,13 +20,22 @@ from .checkout import Checkout
 from .components import BUILD_ENVS, WHEEL_UNITS, Unit, make_unit, text_digest
 from .errors import UsageError
 from .gitrepo import is_url, local_path
-from .profiles import Profile
+from .profiles import Profile, strings, table
 from .spec import DOCKER_DIR, REPO_ROOT, BuildSpec, Options, RunSpec
 
 STEPS = ("preflight", "prepare", "wheels", "clean", "patch", "validate", "smoke", "tag", "report")
 DEV_STEPS = (*STEPS[:4], "dev", *STEPS[4:])  # --src with Python-only edits: the overlay layer before the patches
 IN_IMAGE = metadata.IN_IMAGE
 STANDIN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+@dataclass(frozen=True)
+class Standin:
+    """The stand-in base (offline profile): a Debian suite with these packages, and the PATH its import gets."""
+
+    suite: str
+    packages: tuple[str, ...]  # sorted
+    path: str
 
 
 @dataclass(frozen=True)
@@ -41,7 +50,7 @@ class Prepare:
     lock_digest: str  # sha256 of the two lock files, as they are (header included): manifest, labels, report
     local_wheels: tuple[tuple[str, str], ...]  # (component, pip requirement) fetched into local/<component>/
     repos: tuple[tuple[str, Path], ...]  # (component, local repository) copied into local/repos/<component>.git
-    standin: tuple[tuple[str, object], ...] | None  # (suite, packages, PATH) of the stand-in base, when it is one
+    standin: Standin | None  # the stand-in base, when the profile's base is one
 
 
 @dataclass(frozen=True)
@@ -195,9 +204,9 @@ def _prepare(profile: Profile, options: Options) -> Prepare:
                   if c.source == "git" and not is_url(str(c.get("repo"))))
     standin = None
     if profile.base.get("standin"):
-        table = profile.section("standin")
-        standin = (("suite", str(table.get("suite", "bookworm"))),
-                   ("packages", tuple(sorted(table.get("base_packages", ())))), ("path", STANDIN_PATH))
+        conf = profile.section("standin")
+        standin = Standin(str(conf.get("suite", "bookworm")), tuple(sorted(strings(conf.get("base_packages")))),
+                          STANDIN_PATH)
     texts, problem = lock_texts(profile, runtime, build)
     lock_digest = "sha256:" + hashlib.sha256(b"".join(p.read_bytes() for p in (runtime, build) if p.is_file())).hexdigest()
     key = _digest({"lock": dict(texts), "wheels": wheels, "python": profile.python,
@@ -218,7 +227,7 @@ def lock_texts(profile: Profile, runtime: Path, build: Path) -> tuple[tuple[tupl
     try:
         text, build_text = runtime.read_text(), build.read_text()
         head = lockfile.header(text) or {}
-        binary, source = lockfile.split(text, {str(n) for n in profile.component("deps").get("build", ()) or ()})
+        binary, source = lockfile.split(text, set(strings(profile.component("deps").get("build"))))
         seeds = {Requirement(r).name for r in (*head.get("aiter", ()), *head.get("torch", ()))}
         aiter_env = lockfile.pins(lockfile.closure(text, seeds))
         build_lines = lockfile.package_lines(build_text)
@@ -235,9 +244,10 @@ def lock_texts(profile: Profile, runtime: Path, build: Path) -> tuple[tuple[tupl
             ("aiter-build.txt", aiter_env)), problem
 
 
-def standin_image(standin: tuple[tuple[str, object], ...]) -> str:
+def standin_image(standin: Standin) -> str:
     """The stand-in base's name, keyed by (suite, packages, PATH): known without Docker, so plans stay pure."""
-    return f"atom-build/standin-base:{_digest(dict(standin))[:12]}"
+    key = {"suite": standin.suite, "packages": standin.packages, "path": standin.path}
+    return f"atom-build/standin-base:{_digest(key)[:12]}"
 
 
 def repo_arg(component: str, repo: str) -> str:
@@ -286,7 +296,7 @@ def _tree_digest(folder: Path, skip: frozenset[str] = frozenset()) -> str:
 def _validate(profile: Profile, options: Options) -> RunSpec:
     conf = profile.section("validation")
     device = options.validation_device or str(conf.get("device", "cuda"))
-    env = {str(k): str(v) for k, v in dict(conf.get("env", {})).items()}
+    env = {str(k): str(v) for k, v in table(conf.get("env", {})).items()}
     if device == "cpu":
         env.setdefault("TRITON_INTERPRET", "1")
     return validation_run(options, device, env)
@@ -314,7 +324,7 @@ def smoke_run(profile: Profile, options: Options) -> RunSpec:
     conf = profile.section("smoke")
     mode = str(conf.get("mode", "atom"))
     raw = conf.get("command", ())
-    template = shlex.split(raw) if isinstance(raw, str) else [str(a) for a in raw]
+    template = shlex.split(raw) if isinstance(raw, str) else list(strings(raw))
     if mode == "atom" and not template:
         raise UsageError(f"profile {profile.name!r} has no smoke.command. To fix, add one to the profile.")
     command = [a.replace("{model}", "/model") for a in template] if mode == "atom" else []

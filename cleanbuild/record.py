@@ -8,6 +8,7 @@ import hashlib
 from dataclasses import dataclass, field
 
 from . import metadata
+from .errors import StepFailed
 from .metadata import ImageFacts
 from .plan import Plan
 from .spec import EngineFacts
@@ -79,6 +80,18 @@ class BuildRecord:
     steps: tuple[StepRecord, ...] = field(default=())
     image: ImageSummary | None = None  # the candidate as the engine saw it when the report was written
     finished: float | None = None  # time.monotonic() when the report was written
+
+    def candidate(self) -> str:
+        """The candidate's image ID: validate, smoke and tag act on what patch made (or the image a task names)."""
+        if self.candidate_id is None:
+            raise StepFailed("there is no candidate image yet. To fix, run the steps that make it first.")
+        return self.candidate_id
+
+    def tagged(self) -> tuple[ImageFacts, Tag]:
+        """The image's facts and its tag, once steps.release_tag has read them."""
+        if self.facts is None or self.tag is None:
+            raise StepFailed("the image's versions were not read yet, so it has no tag.")
+        return self.facts, self.tag
 
 
 def digest(raw: bytes) -> str:

@@ -96,11 +96,12 @@ def supply_chain(plan: Plan, rec: BuildRecord, data: dict) -> dict[str, dict]:
     if rec.wheels is None:
         return {}
     image = rec.candidate_ref or plan.patch.image
-    args = {"image": image, "image_id": data.get("image_id"), "base": plan.base_image,
-            "base_digest": data.get("base_image_digest")}
-    return {"sbom.cdx.json": sbom.cyclonedx(rec.wheels.manifest, **args),
+    image_id, base_digest = data.get("image_id"), data.get("base_image_digest")
+    return {"sbom.cdx.json": sbom.cyclonedx(rec.wheels.manifest, image=image, image_id=image_id,
+                                            base=plan.base_image, base_digest=base_digest),
             "provenance.json": sbom.provenance(
-                rec.wheels.manifest, **args, profile=plan.profile.name,
+                rec.wheels.manifest, image=image, image_id=image_id, base=plan.base_image,
+                base_digest=base_digest, profile=plan.profile.name,
                 pins={c.name: c.ref() for c in plan.profile.components},
                 builder=f"docker {rec.engine.version}" if rec.engine else "docker")}
 

@@ -91,7 +91,7 @@ def _at(layers: list[str], index: int) -> str | None:
 def layer_files(saved: Path, index: int) -> dict[str, tuple]:
     """{path: (sha256 of content or link target, mode, uid, gid, mtime)} of layer `index` of a `docker save` tar."""
     with tarfile.open(saved) as outer:
-        manifest = json.loads(outer.extractfile("manifest.json").read())  # type: ignore[union-attr]
+        manifest = json.loads(_read(outer, "manifest.json"))
         blob = outer.extractfile(manifest[0]["Layers"][index])
         with tarfile.open(fileobj=blob, mode="r:*") as layer:
             return {m.name: (_content(layer, m), m.mode, m.uid, m.gid, m.mtime) for m in layer}
@@ -100,9 +100,16 @@ def layer_files(saved: Path, index: int) -> dict[str, tuple]:
 DIRECTORY = "directory"
 
 
+def _read(tar: tarfile.TarFile, member: str | tarfile.TarInfo) -> bytes:
+    handle = tar.extractfile(member)
+    if handle is None:  # `docker save` writes manifest.json and every layer's files as regular files
+        raise ValueError(f"{member} in {tar.name!r} is not a regular file")
+    return handle.read()
+
+
 def _content(layer: tarfile.TarFile, member: tarfile.TarInfo) -> str:
     if member.isfile():
-        return hashlib.sha256(layer.extractfile(member).read()).hexdigest()  # type: ignore[union-attr]
+        return hashlib.sha256(_read(layer, member)).hexdigest()
     return DIRECTORY if member.isdir() else f"{member.type!r}->{member.linkname}"
 
 

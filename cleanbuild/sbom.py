@@ -52,7 +52,9 @@ def wheel_component(wheel: dict, manifest: dict) -> Component:
 def cyclonedx(manifest: dict, *, image: str, image_id: str | None, base: str, base_digest: str | None) -> dict:
     """Every wheel in the image and the base image, as a CycloneDX 1.6 document (deterministic for one manifest)."""
     bom = Bom(serial_number=uuid.uuid5(uuid.NAMESPACE_URL, f"{image}@{image_id}"))
-    bom.metadata.timestamp = None
+    # No timestamp, so one manifest gives one document; the library's setter is annotated datetime-only, but the
+    # serializer omits a None timestamp.
+    bom.metadata.timestamp = None  # type: ignore[assignment]
     bom.metadata.component = Component(type=ComponentType.CONTAINER, name=image, version=image_id or "unknown",
                                        bom_ref="image")
     base_name, _, base_tag = base.rpartition(":") if ":" in base.rsplit("/", 1)[-1] else (base, "", "")

@@ -167,7 +167,8 @@ def patch(ctx: Ctx, rec: BuildRecord) -> Outcome:
     else:  # an image the user named, or --only: not a keyed unit; it must not carry its parent's key
         adhoc = ((engine.UNIT_LABEL, "patch"), (engine.KEY_LABEL, ""), (engine.VARIANT_LABEL, ""), (engine.INPUTS_LABEL, ""))
         image_id, how = buildx.build(spec, ctx.plan.options, labels=adhoc, reproducible=_reproducible(rec)), "built"
-    data = engine.read_json(ctx.cli, image_id, metadata.PATCHES_PATH, rec.run_id) or {}
+    raw = engine.read_json(ctx.cli, image_id, metadata.PATCHES_PATH, rec.run_id)
+    data = raw if isinstance(raw, dict) else {}
     outcomes = ", ".join(f"{p['name']}={p['outcome']}" for p in data.get("patches", [])) or "no patch report"
     summary = f"{spec.image} ({how}): {outcomes}"
     return replace(rec, candidate_id=image_id, candidate_ref=spec.image, patches=data), "passed", summary
@@ -183,7 +184,7 @@ def _gpu_kwargs(ctx: Ctx, rec: BuildRecord, step: str, image_rocm: str | None) -
 
 
 def _image_rocm(ctx: Ctx, rec: BuildRecord) -> str | None:
-    raw = engine.read_json(ctx.cli, rec.candidate_id, metadata.VERSIONS_PATH, rec.run_id)
+    raw = engine.read_json(ctx.cli, rec.candidate(), metadata.VERSIONS_PATH, rec.run_id)
     return raw.get("rocm") if isinstance(raw, dict) else None
 
 
@@ -217,7 +218,7 @@ def smoke(ctx: Ctx, rec: BuildRecord) -> Outcome:
             "command": list(plan.smoke.command), "model": str(plan.options.model), "result": parsed,
             "output": result.logs[-8000:]}
     rec = replace(rec, smoke=data, gpu=gpus or rec.gpu)
-    if data["status"] != "passed":
+    if data["status"] != "passed" or parsed is None:
         raise _failed(rec, f"the smoke test failed (exit {result.exit_code}): {_tail(result.logs)}")
     return rec, "passed", f"{parsed['new_tokens']} new tokens ({parsed['counted_by']})"
 
@@ -236,7 +237,7 @@ def release_tag(ctx: Ctx, rec: BuildRecord) -> tuple[BuildRecord, str]:
     """(record with the image's facts and tag, release repository): from the versions the image itself reports."""
     o = ctx.plan.options
     where = rec.candidate_ref or str(rec.candidate_id)
-    raw = engine.read_json(ctx.cli, rec.candidate_id, metadata.VERSIONS_PATH, rec.run_id)
+    raw = engine.read_json(ctx.cli, rec.candidate(), metadata.VERSIONS_PATH, rec.run_id)
     if raw is None:
         raise UsageError(f"{where} has no {metadata.VERSIONS_PATH}. To fix, tag an image built by build-clean.")
     facts = metadata.read_versions(raw, where)
@@ -256,14 +257,15 @@ def tag(ctx: Ctx, rec: BuildRecord) -> Outcome:
     """The release tag, only for an image that passed smoke (or with --allow-no-smoke). Written in the journal
     before it exists, so an interrupted run removes it."""
     if not ctx.plan.dirty:
-        refuse_dirty(ctx.cli, rec.candidate_id, rec.candidate_ref or str(rec.candidate_id))
+        refuse_dirty(ctx.cli, rec.candidate(), rec.candidate_ref or str(rec.candidate_id))
     rec, repo = release_tag(ctx, rec)
     if ctx.plan.dirty:
         return dev_tag(ctx, rec, repo)
     if (rec.smoke or {}).get("status") != "passed" and not ctx.plan.options.allow_no_smoke:
         return rec, "skipped", f"no smoke test passed, so no release tag (--allow-no-smoke tags anyway); candidate {rec.candidate_ref}"
-    ctx.journal.release = (repo, rec.tag.value)
-    ref = engine.tag(ctx.cli, rec.candidate_id, repo, rec.tag.value)
+    _, made = rec.tagged()
+    ctx.journal.release = (repo, made.value)
+    ref = engine.tag(ctx.cli, rec.candidate(), repo, made.value)
     return replace(rec, release_ref=ref), "passed", ref
 
 
@@ -272,10 +274,11 @@ def dev_tag(ctx: Ctx, rec: BuildRecord, repo: str) -> Outcome:
     o = ctx.plan.options
     value = srcplan.dev_tag(o.user, o.src)
     ctx.journal.release = (repo, value)
-    ref = engine.tag(ctx.cli, rec.candidate_id, repo, value)
+    ref = engine.tag(ctx.cli, rec.candidate(), repo, value)
     note = "dev tag: built from a local checkout (--src), labelled dirty, never a release tag"
     smoke = (rec.smoke or {}).get("status") or "skipped"
-    return replace(rec, tag=Tag(value, rec.tag.parts, (note,)), dev_ref=ref), "passed", f"{ref} (dev tag; smoke {smoke})"
+    _, made = rec.tagged()
+    return replace(rec, tag=Tag(value, made.parts, (note,)), dev_ref=ref), "passed", f"{ref} (dev tag; smoke {smoke})"
 
 
 def push(ctx: Ctx, rec: BuildRecord) -> Outcome:
