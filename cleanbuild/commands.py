@@ -10,7 +10,17 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from . import buildx, checkout, engine, metadata, pipeline, report, settings, srcplan, steps
+from . import (
+    buildx,
+    checkout,
+    engine,
+    metadata,
+    pipeline,
+    report,
+    settings,
+    srcplan,
+    steps,
+)
 from .arch import Arch, host_runner, resolve
 from .components import changed
 from .console import console, key_values, steps_table, units_table

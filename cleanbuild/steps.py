@@ -16,7 +16,15 @@ from . import report as reports
 from .components import Unit
 from .errors import StepFailed, UsageError
 from .plan import Plan, build_spec, patch_build
-from .record import BuildRecord, ImageSummary, StepRecord, UnitRecord, Wheels, clean_labels, digest
+from .record import (
+    BuildRecord,
+    ImageSummary,
+    StepRecord,
+    UnitRecord,
+    Wheels,
+    clean_labels,
+    digest,
+)
 from .spec import BuildSpec, cache_flags
 from .tag import Tag, TagParts, make_tag
 

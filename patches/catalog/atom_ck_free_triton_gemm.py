@@ -22,7 +22,15 @@ import ast
 import re
 
 from patches.engine import Patch, Plan, Step
-from patches.finders import Def, has_marker, marker, marker_edit, module_binds, module_def, words
+from patches.finders import (
+    Def,
+    has_marker,
+    marker,
+    marker_edit,
+    module_binds,
+    module_def,
+    words,
+)
 from patches.source import Drift, Edit, Source, end_line
 
 NAME = "atom-ck-free-triton-gemm"

@@ -20,7 +20,14 @@ import builtins
 from typing import TypeGuard
 
 from patches.engine import Patch, Plan, Step
-from patches.finders import Def, called_module_defs, has_marker, marker_edit, module_def, walk_with_ancestors
+from patches.finders import (
+    Def,
+    called_module_defs,
+    has_marker,
+    marker_edit,
+    module_def,
+    walk_with_ancestors,
+)
 from patches.source import Drift, Edit, Source
 
 NAME = "jit-core-runtime-error"
