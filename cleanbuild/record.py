@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from . import metadata
 from .errors import StepFailed
@@ -15,10 +16,19 @@ from .spec import EngineFacts
 from .tag import Tag
 
 
+class StepStatus(StrEnum):
+    """How a step ended; the values are what reports, JSON and the console show."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    REUSED = "reused"  # everything it would make already existed
+
+
 @dataclass(frozen=True)
 class StepRecord:
     name: str
-    status: str  # passed | failed | skipped | reused
+    status: StepStatus
     seconds: float
     detail: str = ""
 
@@ -120,3 +130,12 @@ def clean_labels(plan: Plan, record: BuildRecord) -> tuple[tuple[str, str], ...]
         if wheel.get("component") not in ("deps",):
             out[metadata.label(f"version.{wheel['name']}")] = str(wheel.get("version", ""))
     return tuple(sorted(out.items()))
+
+
+class StepFailedWith(StepFailed):
+    """A step's wrong result together with what the step learned before it failed (validation's checks, the smoke
+    output), so the failed report shows it."""
+
+    def __init__(self, message: str, record: BuildRecord) -> None:
+        super().__init__(message)
+        self.record = record

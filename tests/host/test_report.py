@@ -9,11 +9,12 @@ import pytest
 from cleanbuild import metadata, profiles, report, steps
 from cleanbuild import plan as P
 from cleanbuild.arch import Arch
-from cleanbuild.record import BuildRecord, StepRecord, Wheels, clean_labels
+from cleanbuild.record import BuildRecord, StepRecord, StepStatus, Wheels, clean_labels
 from cleanbuild.spec import Options
 from tests.support.upstream import AITER_PIN
 
-STEPS = (StepRecord("preflight", "passed", 0.1, "engine 26.1"), StepRecord("wheels", "failed", 2.0, "boom"))
+STEPS = (StepRecord("preflight", StepStatus.PASSED, 0.1, "engine 26.1"),
+         StepRecord("wheels", StepStatus.FAILED, 2.0, "boom"))
 
 
 @pytest.fixture
@@ -34,6 +35,13 @@ def test_a_failed_run_writes_its_report_under_the_run_id(reports):
     assert (data["status"], data["error"], [s["name"] for s in data["steps"]]) == (
         "failed", "the wheels build failed", ["preflight", "wheels"])
     assert "- status: failed (the wheels build failed)" in (folder / "report.md").read_text()
+
+
+def test_step_statuses_are_plain_strings_in_the_report(reports):
+    rec = BuildRecord(run_id="r1", started=0.0, started_at="now", steps=STEPS)
+    folder = report.write(offline_plan(), rec, failed=True)
+    assert [s["status"] for s in json.loads((folder / "report.json").read_text())["steps"]] == ["passed", "failed"]
+    assert "| preflight | passed | 0.1 | engine 26.1 |" in (folder / "report.md").read_text()
 
 
 def test_rewriting_a_report_leaves_no_temporary_folder(reports):
