@@ -11,9 +11,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-import shlex
 import shutil
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
@@ -193,46 +191,12 @@ def run_probe(cli, image: str, inputs: Inputs, attrs: dict, out: Path, run_id: s
 
 
 def run_sealed(cli, image: str, spec: RunSpec, timeout_s: float = TIMEOUT_S) -> engine.RunResult | None:
-    """Like engine.run_container, sealed further: read-only root, tmpfs /tmp, no entrypoint, no new privileges.
-
-    None when the command's executable is not in the image. The container is removed in any case, Ctrl-C too.
-    """
-    import docker
-
-    argv = spec.argv(image)
-    # On stderr: stdout carries --json output.
-    print(f"+ {shlex.join([*argv[:3], '--read-only', '--tmpfs', '/tmp', '--entrypoint', '', *argv[3:]])}",
-          file=sys.stderr, flush=True)
-    container = cli.containers.create(image, list(spec.command), **_sealed_kwargs(spec))
+    """engine.run_container, sealed (read-only root, tmpfs /tmp, no entrypoint, no new privileges); None when the
+    command's executable is not in the image. The container is removed in any case, Ctrl-C too."""
     try:
-        try:
-            container.start()
-        except docker.errors.APIError as exc:
-            if "executable file not found" in str(exc):
-                return None
-            raise
-        try:
-            status = container.wait(timeout=timeout_s)
-        except Exception:  # noqa: BLE001 - the SDK raises a requests timeout type here
-            raise StepFailed(f"the audit probe did not finish within {timeout_s:.0f} s. To fix, look at "
-                             f"`docker logs {spec.name}` while it runs.") from None
-        logs = container.logs(stdout=True, stderr=True).decode(errors="replace")
-        return engine.RunResult(int(status.get("StatusCode", 1)), logs)
-    finally:
-        container.remove(force=True, v=True)  # v: the anonymous volumes of an image's VOLUME lines too
-
-
-def _sealed_kwargs(spec: RunSpec) -> dict:
-    from docker.types import Mount
-
-    # root, whatever the image's USER: it must read every home folder; the root fs is read-only, the network off.
-    return {
-        "name": spec.name, "network_mode": spec.network, "working_dir": spec.workdir, "environment": dict(spec.env),
-        # Mount objects, as the engine uses: a host path holding ':' (a model folder) is taken as it is.
-        "mounts": [Mount(target=inside, source=host, type="bind", read_only=mode == "ro") for host, inside, mode in spec.mounts],
-        "entrypoint": [], "user": "0:0", "read_only": True, "tmpfs": {"/tmp": "rw,nosuid,size=256m"},
-        "security_opt": ["no-new-privileges"],
-    }
+        return engine.run_container(cli, image, spec, timeout_s=timeout_s, sealed=True)
+    except engine.MissingExecutable:
+        return None
 
 
 def device_spec(arch: str | None, attrs: dict, out: Path, run_id: str, python: str) -> RunSpec:

@@ -15,9 +15,12 @@ import hashlib
 import json
 import tarfile
 import tempfile
+import uuid
 from pathlib import Path
 
 from . import engine
+from .errors import StepFailed
+from .spec import RunSpec
 
 RECORDS = r"""
 import importlib.metadata as md, json, os
@@ -37,9 +40,15 @@ WHY = ("image IDs differ only where BuildKit 0.8 stamps build-time mtimes on the
 
 
 def venv_facts(cli, image: str) -> dict:
-    out = cli.containers.run(image, ["python", "-c", RECORDS], network_mode="none", remove=True, stdout=True,
-                             stderr=False)
-    return json.loads(out)
+    """Every distribution's RECORD and every file of the venv, read by the image's own Python (no network)."""
+    spec = RunSpec(step="venv records", name=f"atom-records-{uuid.uuid4().hex[:12]}",
+                   command=("python", "-c", RECORDS), network="none", workdir="/")
+    result = engine.run_container(cli, image, spec)
+    lines = result.logs.strip().splitlines()
+    if result.exit_code != 0 or not lines:
+        raise StepFailed(f"reading the venv records of {image} failed (exit {result.exit_code}): "
+                         f"{lines[-1][:300] if lines else 'no output'}")
+    return json.loads(lines[-1])  # the script prints one JSON line, last
 
 
 def compare(cli, wheels: tuple[str, str], clean: tuple[str, str]) -> dict:

@@ -50,3 +50,17 @@ def test_the_walk_sees_relative_and_function_level_imports():
 
 def test_the_shared_types_live_in_the_foundation():
     assert "spec" in direct_imports("engine") and "spec" in direct_imports("buildx")
+
+
+def container_calls(module: str) -> list[int]:
+    """Lines where a module calls `<client>.containers.run(...)` or `.create(...)`: starts or makes a container."""
+    tree = ast.parse((PACKAGE / f"{module}.py").read_text())
+    return [node.lineno for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("run", "create")
+            and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "containers"]
+
+
+def test_only_the_engine_creates_containers():
+    others = {p.stem: container_calls(p.stem) for p in PACKAGE.glob("*.py") if p.stem != "engine"}
+    assert {m: lines for m, lines in others.items() if lines} == {}
+    assert container_calls("engine")  # the walk does see them where they are
