@@ -1,4 +1,4 @@
-"""Nox sessions: tests (the everyday tier), integration (real engine, builds), lint, validate, upstream."""
+"""Nox sessions: tests (the everyday tier), integration (real engine, builds), lint, typecheck, validate, upstream."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import nox
 
 nox.needs_version = ">=2025.2.9"
-nox.options.sessions = ["lint", "tests"]
+nox.options.sessions = ["lint", "typecheck", "tests"]
 nox.options.error_on_missing_interpreters = True
 nox.options.reuse_existing_virtualenvs = True
 
@@ -42,6 +42,13 @@ def lint(session: nox.Session) -> None:
     _install(session, "lint")
     session.run("ruff", "check", ".")
     session.run("hadolint", *sorted(str(p) for p in Path("docker").glob("Dockerfile.*")))
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """mypy over cleanbuild/ (configured in pyproject's [tool.mypy])."""
+    _install(session, "typecheck")
+    session.run("mypy", *session.posargs)
 
 
 VALIDATE_USAGE = ("Usage: nox -s validate -- --image TAG [--arch X] [--device cpu|cuda] [--gpu N] "

@@ -46,7 +46,13 @@ sys.path.insert(0, str(ROOT))
 
 from cleanbuild import commands, engine, pipeline  # noqa: E402
 from cleanbuild.plan import make_plan  # noqa: E402
-from tests.support.builds import AITER_BUMP, ATOM_BUMP, Variant, bumped_profile, offline_plan  # noqa: E402
+from tests.support.builds import (  # noqa: E402
+    AITER_BUMP,
+    ATOM_BUMP,
+    Variant,
+    bumped_profile,
+    offline_plan,
+)
 
 BUILD = ("preflight", "prepare", "wheels", "clean", "patch")
 MATRIX = (Variant("gfx942", False), Variant("gfx942", True), Variant("gfx950", False), Variant("gfx950", True))

@@ -110,9 +110,10 @@ def _amd_smi_json(data: object) -> list[Gpu]:
     gpus = []
     for entry in entries:
         target = _find_key(entry, "target_graphics_version")
-        if isinstance(target, str) and _GFX.search(target):
+        gfx = _GFX.search(target) if isinstance(target, str) else None
+        if gfx:
             cus = _find_key(entry, "num_compute_units")
-            gpus.append(Gpu(_GFX.search(target).group(1).lower(), cus if isinstance(cus, int) else None))
+            gpus.append(Gpu(gfx.group(1).lower(), cus if isinstance(cus, int) else None))
     return gpus
 
 

@@ -11,9 +11,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-import shlex
 import shutil
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
@@ -22,8 +20,8 @@ from pathlib import Path
 from . import engine
 from .arch import Arch
 from .errors import EnvironmentProblem, StepFailed, UsageError
-from .plan import REPO_ROOT, RunSpec
 from .settings import new_run_id
+from .spec import REPO_ROOT, RunSpec
 
 PROBE_ROOT = "/opt/atom-audit"
 MODEL_MOUNT = "/opt/atom-audit-model"
@@ -110,13 +108,13 @@ def check_inputs(arch: str | None, model: str | None, tp: tuple[int | str, ...])
     """UsageError (exit 2) for anything wrong with the flags, before the engine is touched."""
     name = Arch.parse(arch).value if arch else None
     try:
-        tp = tuple(int(n) for n in tp)  # invoke hands repeated flags over as strings
+        sizes = tuple(int(n) for n in tp)  # invoke hands repeated flags over as strings
     except (TypeError, ValueError):
-        tp = ()
-    if not tp or any(n < 1 for n in tp):
-        raise UsageError(f"--tp must be one or more sizes >= 1, got {tp or 'none'}. To fix, pass e.g. --tp 1 --tp 8.")
+        sizes = ()
+    if not sizes or any(n < 1 for n in sizes):
+        raise UsageError(f"--tp must be one or more sizes >= 1, got {sizes or 'none'}. To fix, pass e.g. --tp 1 --tp 8.")
     if model is None:
-        return Inputs(name, None, None, tuple(tp))
+        return Inputs(name, None, None, sizes)
     path = Path(model).expanduser()
     if path.exists():
         path = path.resolve()
@@ -125,10 +123,10 @@ def check_inputs(arch: str | None, model: str | None, tp: tuple[int | str, ...])
             raise UsageError(f"--model {model} has no config.json. To fix, pass a Hugging Face model folder or its config.json.")
         # Under its own name: the probe names the model after its folder when config.json has no _name_or_path.
         inside = f"{MODEL_MOUNT}/{path.name}" if path.is_dir() else f"{MODEL_MOUNT}/{path.parent.name}/config.json"
-        return Inputs(name, inside, (str(path), inside, "ro"), tuple(tp))
+        return Inputs(name, inside, (str(path), inside, "ro"), sizes)
     presets = _presets()
     if model in presets:
-        return Inputs(name, model, None, tuple(tp))
+        return Inputs(name, model, None, sizes)
     raise UsageError(f"--model {model} is neither an existing path nor a preset. To fix, pass a model folder "
                      f"or one of: {', '.join(presets)}.")
 
@@ -137,9 +135,11 @@ def _presets() -> tuple[str, ...]:
     """validation/models.py's preset names, read with ast (the host does not install or import validation/)."""
     tree = ast.parse((REPO_ROOT / "validation" / "models.py").read_text())
     for node in tree.body:
-        target = node.target if isinstance(node, ast.AnnAssign) else (node.targets[0] if isinstance(node, ast.Assign) else None)
+        if not isinstance(node, ast.Assign | ast.AnnAssign):
+            continue
+        target = node.target if isinstance(node, ast.AnnAssign) else node.targets[0]
         if isinstance(target, ast.Name) and target.id == "PRESETS" and isinstance(node.value, ast.Dict):
-            return tuple(k.value for k in node.value.keys if isinstance(k, ast.Constant))
+            return tuple(k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str))
     return ()
 
 
@@ -191,46 +191,12 @@ def run_probe(cli, image: str, inputs: Inputs, attrs: dict, out: Path, run_id: s
 
 
 def run_sealed(cli, image: str, spec: RunSpec, timeout_s: float = TIMEOUT_S) -> engine.RunResult | None:
-    """Like engine.run_container, sealed further: read-only root, tmpfs /tmp, no entrypoint, no new privileges.
-
-    None when the command's executable is not in the image. The container is removed in any case, Ctrl-C too.
-    """
-    import docker
-
-    argv = spec.argv(image)
-    # On stderr: stdout carries --json output.
-    print(f"+ {shlex.join([*argv[:3], '--read-only', '--tmpfs', '/tmp', '--entrypoint', '', *argv[3:]])}",
-          file=sys.stderr, flush=True)
-    container = cli.containers.create(image, list(spec.command), **_sealed_kwargs(spec))
+    """engine.run_container, sealed (read-only root, tmpfs /tmp, no entrypoint, no new privileges); None when the
+    command's executable is not in the image. The container is removed in any case, Ctrl-C too."""
     try:
-        try:
-            container.start()
-        except docker.errors.APIError as exc:
-            if "executable file not found" in str(exc):
-                return None
-            raise
-        try:
-            status = container.wait(timeout=timeout_s)
-        except Exception:  # noqa: BLE001 - the SDK raises a requests timeout type here
-            raise StepFailed(f"the audit probe did not finish within {timeout_s:.0f} s. To fix, look at "
-                             f"`docker logs {spec.name}` while it runs.") from None
-        logs = container.logs(stdout=True, stderr=True).decode(errors="replace")
-        return engine.RunResult(int(status.get("StatusCode", 1)), logs)
-    finally:
-        container.remove(force=True, v=True)  # v: the anonymous volumes of an image's VOLUME lines too
-
-
-def _sealed_kwargs(spec: RunSpec) -> dict:
-    from docker.types import Mount
-
-    # root, whatever the image's USER: it must read every home folder; the root fs is read-only, the network off.
-    return {
-        "name": spec.name, "network_mode": spec.network, "working_dir": spec.workdir, "environment": dict(spec.env),
-        # Mount objects, as the engine uses: a host path holding ':' (a model folder) is taken as it is.
-        "mounts": [Mount(target=inside, source=host, type="bind", read_only=mode == "ro") for host, inside, mode in spec.mounts],
-        "entrypoint": [], "user": "0:0", "read_only": True, "tmpfs": {"/tmp": "rw,nosuid,size=256m"},
-        "security_opt": ["no-new-privileges"],
-    }
+        return engine.run_container(cli, image, spec, timeout_s=timeout_s, sealed=True)
+    except engine.MissingExecutable:
+        return None
 
 
 def device_spec(arch: str | None, attrs: dict, out: Path, run_id: str, python: str) -> RunSpec:

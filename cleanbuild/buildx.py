@@ -19,9 +19,10 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from .dockerfile import declared_args
 from .errors import BuildFailed, StepFailed, UsageError
-from .plan import BuildSpec, Options, cache_flags, check_build_args
 from .run import quote, run, run_logged
+from .spec import BuildSpec, Options, cache_flags
 
 # Every file a build writes and the image config carry this time: 1980-01-01, the earliest a zip (a wheel) holds.
 SOURCE_DATE_EPOCH = 315532800
@@ -32,7 +33,7 @@ def build(spec: BuildSpec, options: Options, *, labels: tuple[tuple[str, str], .
           containerd_store: bool = False) -> str:
     """Build one spec; returns the image ID. build_args replaces the plan's (the patch step builds FROM an ID).
     reproducible: the engine can give the same digest for the same inputs (see the module's docstring);
-    containerd_store: the engine's BuildKit can export every stage's cache to the registry (plan.cache_flags)."""
+    containerd_store: the engine's BuildKit can export every stage's cache to the registry (spec.cache_flags)."""
     if build_args is not None:
         spec = replace(spec, build_args=build_args)
     check_build_args(spec)
@@ -47,6 +48,14 @@ def build(spec: BuildSpec, options: Options, *, labels: tuple[tuple[str, str], .
                      labels=labels, cache=cache)
     _run_build(spec, argv, run_dir / f"{spec.step}.log", show)
     return iid.read_text().strip()
+
+
+def check_build_args(spec: BuildSpec) -> None:
+    """A build argument the Dockerfile does not declare is a typo or a stale pin: refuse it."""
+    unknown = sorted(k for k, _ in spec.build_args if k not in declared_args(spec.dockerfile))
+    if unknown:
+        raise UsageError(f"{spec.dockerfile.name} does not consume build argument(s) {', '.join(unknown)}. "
+                         "To fix, remove them from the profile or declare them with ARG in the Dockerfile.")
 
 
 def reproducible_flags(archive: Path) -> list[str]:

@@ -10,16 +10,27 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from . import buildx, checkout, engine, metadata, pipeline, report, settings, srcplan, steps
+from . import (
+    buildx,
+    checkout,
+    engine,
+    metadata,
+    pipeline,
+    report,
+    settings,
+    srcplan,
+    steps,
+)
 from .arch import Arch, host_runner, resolve
 from .components import changed
 from .console import console, key_values, steps_table, units_table
 from .errors import CleanBuildError, EnvironmentProblem, StepFailed, UsageError
-from .plan import REPO_ROOT, Plan, build_spec, commands, make_plan
+from .plan import Plan, build_spec, commands, make_plan
 from .record import BuildRecord
 from .refs import image_ref
 from .run import quote, run
 from .settings import Inputs, load_profile, options
+from .spec import REPO_ROOT
 
 BUILD_STEPS = ("preflight", "prepare", "wheels")
 
@@ -133,7 +144,7 @@ def clean(inputs: Inputs, config, *, dry_run: bool) -> None:
     for plan in todo:
         rec = pipeline.run(plan, cli, (*BUILD_STEPS, "clean", *(("dev",) if "dev" in plan.steps else ())),
                            failed_report=False)
-        console.print(f"[green]✓[/green] {rec.candidate_ref or plan.clean.image} ({rec.candidate_id[:19]})")
+        console.print(f"[green]✓[/green] {rec.candidate_ref or plan.clean.image} ({rec.candidate()[:19]})")
 
 
 def build_clean(inputs: Inputs, config, *, dry_run: bool) -> list[BuildRecord]:
@@ -211,7 +222,7 @@ def smoke(image: str, inputs: Inputs, config) -> None:
     cli = engine.client()
     plan, rec = image_plan(image, inputs, config, cli)
     rec = pipeline.run(plan, cli, ("preflight", "smoke"), rec, failed_report=False)
-    result = rec.smoke["result"]
+    result = (rec.smoke or {})["result"]
     console.print(f"[green]✓[/green] {result['new_tokens']} new tokens ({result['counted_by']}): {result.get('completion')!r}")
 
 
@@ -219,23 +230,23 @@ def tag(image: str, inputs: Inputs, config, *, dry_run: bool) -> None:
     _checked(image, "--image", inputs, config)
     cli = engine.client()
     plan, rec = image_plan(image, replace(inputs, allow_no_smoke=True), config, cli)
-    steps.refuse_dirty(cli, rec.candidate_id, image)
+    steps.refuse_dirty(cli, rec.candidate(), image)
     if dry_run:
         rec = steps.release_tag(steps.Ctx(plan, cli, steps.Journal()), rec)[0]
     else:
         rec = pipeline.run(plan, cli, ("preflight", "tag"), rec, failed_report=False)
-    f = rec.facts
-    print_rows("tag", {"tag": f"{metadata.release_repo(plan.options.registry, f.arch, f.ck_mode)}:{rec.tag.value}",
-                       "rocm": f.rocm_release, "aiter": f.aiter, "atom": f.atom, "length": len(rec.tag.value),
-                       "changes": "; ".join(rec.tag.steps) or "none needed", "applied": rec.release_ref or "no (--dry-run)"})
+    f, made = rec.tagged()
+    print_rows("tag", {"tag": f"{metadata.release_repo(plan.options.registry, f.arch, f.ck_mode)}:{made.value}",
+                       "rocm": f.rocm_release, "aiter": f.aiter, "atom": f.atom, "length": len(made.value),
+                       "changes": "; ".join(made.steps) or "none needed", "applied": rec.release_ref or "no (--dry-run)"})
 
 
 def patch(*, src: str | None, image: str | None, only: tuple[str, ...], check: bool, dry_run: bool, inputs: Inputs,
           config) -> None:
-    if bool(src) == bool(image):
-        raise UsageError("give exactly one of --src DIR or --image TAG.")
-    if src:
+    if src and not image:
         return _patch_folder(Path(src), only, "check" if check or dry_run else "apply")
+    if src or not image:
+        raise UsageError("give exactly one of --src DIR or --image TAG.")
     _checked(image, "--image", inputs, config)
     cli = engine.client()
     plan, rec = image_plan(image, inputs, config, cli)

@@ -11,6 +11,7 @@ Each is built in a temporary folder and renamed into place; an existing one is r
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -29,7 +30,7 @@ def prepare(plan: Plan) -> list[str]:
     """Make every context the plan's --src needs; returns what was made or found, for the step's detail."""
     notes = []
     for checkout, context in plan.src_contexts:
-        notes.append(_atomic(context, lambda tmp, c=checkout: _src_context(plan.prepare.context, c, tmp)))
+        notes.append(_atomic(context, functools.partial(_src_context, plan.prepare.context, checkout)))
     if "dev" in {u.name for u in plan.units}:
         notes.append(_atomic(plan.unit("dev").context, lambda tmp: _dev_context(plan.options.src, tmp)))
     return notes

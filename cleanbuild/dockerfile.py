@@ -79,6 +79,11 @@ def used_args(path: Path, target: str, args: Mapping[str, str]) -> set[str]:
         v for s in stages for v in _VAR.findall(s.base)}
 
 
+def declared_args(path: Path) -> set[str]:
+    """Every ARG name the Dockerfile declares (global and per stage)."""
+    return {m.group(1) for m in _ARG.finditer(path.read_text())}
+
+
 def global_args(path: Path) -> set[str]:
     """The ARGs before the first FROM: BuildKit 0.8 parses every stage, so each build passes them all."""
     return set(_defaults(_parse(path.read_text())[0]))

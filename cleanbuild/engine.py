@@ -14,7 +14,9 @@ import io
 import itertools
 import json
 import re
+import shlex
 import shutil
+import sys
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,8 +25,8 @@ from packaging.version import Version
 
 from . import metadata
 from .errors import CleanBuildError, EnvironmentProblem, StepFailed, UsageError
-from .plan import RunSpec
 from .run import run
+from .spec import EngineFacts, RunSpec
 
 MIN_ENGINE = Version("20.10")
 # Moby 26.0 vendors BuildKit 0.13, the first with the exporters' rewrite-timestamp (Debian's build reports BuildKit
@@ -72,16 +74,6 @@ def client():
         raise EnvironmentProblem(f"the Docker engine is not reachable ({type(exc).__name__}). To fix, start dockerd "
                                  "(see .ci/install-docker.sh) or set DOCKER_HOST.") from None
     return cli
-
-
-@dataclass(frozen=True)
-class EngineFacts:
-    version: str
-    buildx: str
-    root_dir: str
-    free_gib: float
-    containerd_store: bool = False  # the containerd image store: an image's ID is its manifest digest
-    reproducible: bool = False  # same inputs, same digest: rewrite-timestamp builds (cleanbuild.buildx)
 
 
 @_boundary
@@ -169,20 +161,42 @@ class RunResult:
     logs: str
 
 
+class MissingExecutable(StepFailed):
+    """A sealed run's command names an executable the image does not have (audit then tries another name)."""
+
+
+# What a sealed run adds to `docker run`, as people would type it.
+SEALED_FLAGS = ("--read-only", "--tmpfs", "/tmp", "--entrypoint", "", "--user", "0:0",
+                "--security-opt", "no-new-privileges")
+
+
 @_boundary
-def run_container(cli, image: str, spec: RunSpec, gpu: dict | None = None, timeout_s: float = 3600) -> RunResult:
-    """Run spec in image (gpu: the device kwargs of cleanbuild.gpu); logs come back whatever the exit; the
-    container is created, then started inside the `try`, so a failed start is removed too."""
+def run_container(cli, image: str, spec: RunSpec, gpu: dict | None = None, timeout_s: float = 3600, *,
+                  sealed: bool = False) -> RunResult:
+    """Run spec in image: the one place a container is started. gpu: the device kwargs of cleanbuild.gpu. Logs
+    come back whatever the exit; the container is created, then started inside the `try`, so a failed start is
+    removed too. sealed (audit, on any image): root, read-only root fs, tmpfs /tmp, no entrypoint, no new
+    privileges, the command line on stderr (stdout carries --json), the image's anonymous volumes removed with
+    it, and MissingExecutable when the image lacks the command's executable."""
     import docker
 
     for host, _, mode in spec.mounts:
         if mode == "rw":
             Path(host).mkdir(parents=True, exist_ok=True)
-    kwargs = _sdk_kwargs(spec, gpu or {})
-    print(f"+ {' '.join(spec.argv(image))}", flush=True)
+    kwargs = _sealed_kwargs(spec) if sealed else _sdk_kwargs(spec, gpu or {})
+    argv = spec.argv(image)
+    if sealed:
+        print(f"+ {shlex.join([*argv[:3], *SEALED_FLAGS, *argv[3:]])}", file=sys.stderr, flush=True)
+    else:
+        print(f"+ {' '.join(argv)}", flush=True)
     container = cli.containers.create(image, list(spec.command), **kwargs)
     try:
-        container.start()
+        try:
+            container.start()
+        except docker.errors.APIError as exc:
+            if sealed and "executable file not found" in str(exc):
+                raise MissingExecutable(f"{image} has no {spec.command[0]}.") from None
+            raise
         try:
             status = container.wait(timeout=timeout_s)
         except Exception:  # noqa: BLE001 - the SDK raises a requests timeout type here
@@ -191,7 +205,10 @@ def run_container(cli, image: str, spec: RunSpec, gpu: dict | None = None, timeo
         return RunResult(int(status.get("StatusCode", 1)), logs)
     finally:
         with contextlib.suppress(docker.errors.NotFound):
-            container.remove(force=True)
+            if sealed:
+                container.remove(force=True, v=True)  # v: the anonymous volumes of an image's VOLUME lines too
+            else:
+                container.remove(force=True)
 
 
 def _sdk_kwargs(spec: RunSpec, gpu: dict) -> dict:
@@ -208,6 +225,21 @@ def _sdk_kwargs(spec: RunSpec, gpu: dict) -> dict:
         env = {**kwargs["environment"], **gpu.get("environment", {})}
         kwargs.update({k: v for k, v in gpu.items() if k != "environment"}, environment=env)
     return kwargs
+
+
+def _sealed_kwargs(spec: RunSpec) -> dict:
+    from docker.types import Mount
+
+    # root, whatever the image's USER: it must read every home folder; the root fs is read-only, the network off.
+    return {
+        "name": spec.name, "network_mode": spec.network, "working_dir": spec.workdir, "environment": dict(spec.env),
+        "labels": {metadata.RUN_LABEL: spec.run_id or "adhoc"},
+        # Mount objects, as the engine uses: a host path holding ':' (a model folder) is taken as it is.
+        "mounts": [Mount(target=inside, source=host, type="bind", read_only=mode == "ro")
+                   for host, inside, mode in spec.mounts],
+        "entrypoint": [], "user": "0:0", "read_only": True, "tmpfs": {"/tmp": "rw,nosuid,size=256m"},
+        "security_opt": ["no-new-privileges"],
+    }
 
 
 @_boundary

@@ -14,8 +14,7 @@ from pathlib import Path
 from .errors import EnvironmentProblem, UsageError
 from .refs import SHA, git_ref, git_remote
 from .run import run
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from .spec import REPO_ROOT
 
 
 def is_url(repo: str) -> bool:

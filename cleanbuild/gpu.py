@@ -1,7 +1,7 @@
 """GPU access for containers on a ROCm host: which GPUs, which device nodes, which groups, which driver.
 
 Pure functions over a dev root and a sysfs root (tests pass fake trees): no subprocess, no Docker. The
-executor turns a DeviceAccess into docker SDK kwargs (run_flags) or a printed `docker run` line (argv_flags).
+executor turns a DeviceAccess into docker SDK kwargs (run_flags) for engine.run_container.
 
 Why by number: `--group-add render` fails before the container starts when the image's /etc/group has no
 `render` ("Unable to find group render"), and the render GID differs between hosts (104, 109, 110, 992).
@@ -17,7 +17,7 @@ import re
 import stat
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -359,8 +359,8 @@ def _rows(path: Path, data: dict, table: str) -> list:
     return rows
 
 
-def _row(path: Path, table: str, i: int, row: object, cls: type) -> dict[str, str]:
-    keys = list(cls.__dataclass_fields__)
+def _row(path: Path, table: str, i: int, row: object, cls: type[DriverRelease] | type[RocmRow]) -> dict[str, str]:
+    keys = [f.name for f in fields(cls)]
     where = f"{path}: [[{table}]] row {i + 1}"
     if not isinstance(row, dict):
         raise UsageError(f"{where} is not a table. To fix, write it as [[{table}]] with keys {', '.join(keys)}.")
@@ -413,6 +413,8 @@ def check_driver(info: DriverInfo, image_rocm: str | None, compat: Compat | None
     if host is None:
         return f"unknown: not in the compatibility table (host: {info.describe()}; AMD's matrix lists only its own driver releases)"
     need = compat.driver(row.min_driver)
+    if need is None:  # load_compat refuses a row whose min_driver the table does not list
+        raise UsageError(f"the compatibility table lists no driver {row.min_driver}. To fix, restore it from git.")
     if host < Version(need.module):
         raise EnvironmentProblem(_too_old(info, host, row, need, compat))
     if host > Version(compat.drivers[-1].module):
@@ -451,21 +453,6 @@ def run_flags(access: DeviceAccess) -> dict:
     return flags
 
 
-def argv_flags(access: DeviceAccess) -> list[str]:
-    """The same as run_flags, as `docker run` arguments for the printed command line."""
-    argv: list[str] = []
-    for path in access.devices:
-        inside = _container_path(path)
-        argv += ["--device", path if path == inside else f"{path}:{inside}"]
-    for gid in access.group_ids:
-        argv += ["--group-add", str(gid)]
-    for key, value in access.env:
-        argv += ["-e", f"{key}={value}"]
-    if access.user:
-        argv += ["--user", access.user]
-    return argv
-
-
 # Run options beyond the devices, per GPU step, and only what that step needs.
 # - seccomp=unconfined, every GPU step: ROCm's own `docker run` line for GPU containers carries it ("enables
 #   memory mapping, recommended for HPC"; https://rocm.docs.amd.com/projects/install-on-linux/en/latest/how-to/docker.html).
@@ -476,33 +463,20 @@ def argv_flags(access: DeviceAccess) -> list[str]:
 #   (https://rocm.docs.amd.com/en/7.12.0-preview/rocm-for-ai/vllm.html) and ATOM's own CI
 #   (ROCm/ATOM .github/actions/setup-gpu-container/action.yml: --ipc=host --shm-size=16G) share the host's IPC.
 #   Validation is one process and keeps its private IPC namespace.
-# - memlock unlimited, only with rdma=True: ATOM's CI adds --ulimit memlock=-1 (same file) for RDMA-registered
-#   buffers (MORI, RCCL over InfiniBand across nodes); ROCm's docker pages do not ask for it, and a one-node
-#   smoke test registers nothing. Raising it needs CAP_SYS_RESOURCE in the daemon: a nested or rootless dockerd
-#   refuses to start such a container ("error setting rlimit type 8: operation not permitted", measured here).
-_SECCOMP = {"security_opt": ["seccomp=unconfined"]}
-STEP_OPTIONS = {
+# - memlock is left alone: ATOM's CI adds --ulimit memlock=-1 (same file) for RDMA-registered buffers (MORI, RCCL
+#   over InfiniBand across nodes); ROCm's docker pages do not ask for it, and a one-node smoke test registers
+#   nothing. Raising it needs CAP_SYS_RESOURCE in the daemon: a nested or rootless dockerd refuses to start such a
+#   container ("error setting rlimit type 8: operation not permitted", measured here).
+_SECCOMP: dict[str, object] = {"security_opt": ["seccomp=unconfined"]}
+STEP_OPTIONS: dict[str, dict[str, object]] = {
     "validate": _SECCOMP,
     "smoke": {**_SECCOMP, "ipc_mode": "host"},
 }
-RDMA_OPTIONS = {"ulimits": [{"name": "memlock", "soft": -1, "hard": -1}]}
 
 
-def compute_options(step: str, *, rdma: bool = False) -> dict:
+def compute_options(step: str) -> dict:
     """docker SDK kwargs a GPU step needs besides its devices; a GPU step not listed gets the common base."""
-    options = {**STEP_OPTIONS.get(step, _SECCOMP), **(RDMA_OPTIONS if rdma else {})}
-    return copy.deepcopy(options)  # a copy: callers merge it into their kwargs
-
-
-def compute_argv(step: str, *, rdma: bool = False) -> list[str]:
-    """compute_options(step) as `docker run` arguments."""
-    options = compute_options(step, rdma=rdma)
-    argv = [x for opt in options.get("security_opt", []) for x in ("--security-opt", opt)]
-    if "ipc_mode" in options:
-        argv.append(f"--ipc={options['ipc_mode']}")
-    for lim in options.get("ulimits", []):
-        argv += ["--ulimit", f"{lim['name']}={lim['soft']}:{lim['hard']}"]
-    return argv
+    return copy.deepcopy(STEP_OPTIONS.get(step, _SECCOMP))  # a copy: callers merge it into their kwargs
 
 
 def describe(access: DeviceAccess) -> list[dict]:

@@ -59,7 +59,8 @@ class Tree:
                 tree = ast.parse(source)
             except SyntaxError:
                 tree = ast.Module(body=[], type_ignores=[])
-            names = self._collect(tree, module, path.endswith("__init__.py"), seen | {module})
+            is_pkg = path is not None and path.endswith("__init__.py")  # a source was read: there is a path
+            names = self._collect(tree, module, is_pkg, seen | {module})
             if "meta_path" in source.decode(errors="replace"):
                 self.dynamic.add(module)
         self._bindings[module] = names
@@ -107,7 +108,7 @@ class Tree:
         for node in ast.parse(source).body:
             if (isinstance(node, ast.Assign) and isinstance(node.value, ast.List | ast.Tuple)
                     and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)):
-                return [e.value for e in node.value.elts if isinstance(e, ast.Constant)]
+                return [e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
         return None
 
 
@@ -140,7 +141,7 @@ def aiter_imports(source: bytes, file: str) -> Iterator[tuple[int, str, str | No
     for node, optional in _walk(tree, False):
         if optional:
             continue
-        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "aiter":
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module and node.module.split(".")[0] == "aiter":
             for alias in node.names:
                 if alias.name != "*":
                     yield node.lineno, node.module, alias.name
@@ -153,7 +154,8 @@ def aiter_imports(source: bytes, file: str) -> Iterator[tuple[int, str, str | No
 def _walk(node: ast.AST, optional: bool) -> Iterator[tuple[ast.AST, bool]]:
     yield node, optional
     if isinstance(node, ast.Try):
-        catches = {n.id for h in node.handlers for n in ast.walk(h.type) if isinstance(n, ast.Name)} if node.handlers else set()
+        # A bare `except:` has no type to walk (ast.walk(None) raises); it guards everything (below).
+        catches = {n.id for h in node.handlers if h.type is not None for n in ast.walk(h.type) if isinstance(n, ast.Name)}
         guarded = optional or bool(catches & OPTIONAL_HANDLERS) or any(h.type is None for h in node.handlers)
         for child in node.body:
             yield from _walk(child, guarded)
@@ -164,8 +166,8 @@ def _walk(node: ast.AST, optional: bool) -> Iterator[tuple[ast.AST, bool]]:
         for child in node.orelse:
             yield from _walk(child, optional)
         return
-    for child in ast.iter_child_nodes(node):
-        yield from _walk(child, optional)
+    for sub in ast.iter_child_nodes(node):
+        yield from _walk(sub, optional)
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from packaging.version import InvalidVersion, Version
 from .atomic import replace_all
 from .errors import EnvironmentProblem, StepFailed, UsageError
 from .gitrepo import Repo
-from .profiles import Profile
+from .profiles import Profile, strings
 from .run import CommandFailed, run
 
 HEADER = "# atom-build-lock "
@@ -74,7 +74,7 @@ def inputs(profile: Profile) -> Inputs:
     setup = _read(aiter.get("repo"), aiter_ref, "setup.py")
     pyproject = _read(atom.get("repo"), atom_ref, "pyproject.toml")
     build = sorted({*BUILD_TOOLS, *string_list(setup, "setup_requires"), *atom_build_requires(pyproject)})
-    sdist = tuple(sorted(str(n) for n in (profile.component("deps").get("build") or ())))
+    sdist = tuple(sorted(strings(profile.component("deps").get("build"))))
     return Inputs(profile.python, platform, aiter_ref, atom_ref, tuple(aiter_requirements(setup, aiter_ref)),
                   tuple(atom_requirements(pyproject, atom_ref)), tuple(torch_requirements(profile)), tuple(build), sdist)
 

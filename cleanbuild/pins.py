@@ -32,6 +32,7 @@ from .imports import Tree, unresolved
 from .profiles import PROFILE_DIR, Profile, load
 from .profiles import _sibling as parent_file
 from .refs import SHA, git_ref
+from .spec import REPO_ROOT
 
 PATCH_TARGETS = ("aiter/tuned_gemm.py", "aiter/jit/core.py", "atom/model_ops/linear.py", "atom/utils/envs.py")
 FLYDSL = re.compile(r"""^FLYDSL_VERSION\s*=\s*["']flydsl==([^"']+)["']""", re.MULTILINE)
@@ -95,7 +96,7 @@ def git_pin(name: str, repo: Repo, ref: str, branch: object) -> Row:
     if repo.resolve(ref) is None:
         return Row(name, ref, "WRONG", f"{ref[:12]} is not a commit of {repo.url}. To fix, pin a commit of that repository (`invoke pins --bump {name}`).")
     pinned, head = repo.commit(ref), repo.commit(head_sha)
-    facts = {"date": pinned.date, "subject": pinned.subject, "branch": branch, "head": head.sha, "head_date": head.date,
+    facts: dict[str, object] = {"date": pinned.date, "subject": pinned.subject, "branch": branch, "head": head.sha, "head_date": head.date,
              "describe": repo.describe(ref)}
     if not repo.is_ancestor(ref, head.sha):
         others = sorted(n for n, sha in heads.items() if sha == ref)
@@ -137,7 +138,8 @@ def flydsl(profile: Profile, aiter: Repo) -> Row:
     want = m.group(1) if m else None
     comp = profile.component("flydsl")
     if comp.source == "pypi":
-        have, where = str(comp.get("version")), "components.flydsl.version"
+        have: str | None = str(comp.get("version"))
+        where = "components.flydsl.version"
     else:
         runtime, _ = lock.lock_paths(profile)
         have, where = (lock.packages(runtime).get("flydsl") if runtime.is_file() else None), runtime.name
@@ -268,8 +270,7 @@ def patch_check(repo: Repo, sha: str) -> tuple[dict[str, str], list[str]]:
         present = repo.export(sha, list(PATCH_TARGETS), Path(tmp))
         if not present:
             return {}, []
-        root = Path(__file__).resolve().parent.parent
-        proc = subprocess.run([sys.executable, "-m", "patches", "check", "--root", tmp, "--json"], cwd=root,  # noqa: S603
+        proc = subprocess.run([sys.executable, "-m", "patches", "check", "--root", tmp, "--json"], cwd=REPO_ROOT,  # noqa: S603
                               capture_output=True, text=True, check=False)
         try:
             data = json.loads(proc.stdout)

@@ -19,8 +19,8 @@ from . import engine, report
 from .console import console, step_done, step_started
 from .errors import CleanBuildError, Interrupted
 from .plan import Plan
-from .record import BuildRecord, StepRecord
-from .steps import STEPS, Ctx, Journal
+from .record import BuildRecord, StepFailedWith, StepRecord, StepStatus
+from .steps import STEPS, Ctx, Journal, observe
 
 
 def new_record(plan: Plan, **known) -> BuildRecord:
@@ -37,11 +37,11 @@ def run(plan: Plan, cli, names: Iterable[str], rec: BuildRecord | None = None, *
     try:
         for name in names:
             rec = _step(ctx, rec, name)
-    except KeyboardInterrupt as exc:
-        notes = _cleanup(ctx, getattr(exc, "failed_record", rec), failed_report, "interrupted")
+    except KeyboardInterrupt:
+        notes = _cleanup(ctx, ctx.journal.failed or rec, failed_report, "interrupted")
         raise Interrupted(f"interrupted; {notes}") from None
     except CleanBuildError as exc:
-        notes = _cleanup(ctx, getattr(exc, "failed_record", rec), failed_report, str(exc))
+        notes = _cleanup(ctx, ctx.journal.failed or rec, failed_report, str(exc))
         console.print(f"[red]{notes}[/red]")
         raise
     return rec
@@ -54,10 +54,10 @@ def _step(ctx: Ctx, rec: BuildRecord, name: str) -> BuildRecord:
         rec, status, detail = STEPS[name](ctx, rec)
     except BaseException as exc:
         detail = (str(exc).splitlines() or [type(exc).__name__])[0]
-        step = StepRecord(name, "failed", time.monotonic() - start, detail)
-        step_done(name, "failed", step.seconds, detail)
-        partial = getattr(exc, "partial", rec)  # what the step learned before it failed (validation's report)
-        exc.failed_record = replace(partial, steps=(*rec.steps, step))  # type: ignore[attr-defined]
+        step = StepRecord(name, StepStatus.FAILED, time.monotonic() - start, detail)
+        step_done(name, StepStatus.FAILED, step.seconds, detail)
+        partial = exc.record if isinstance(exc, StepFailedWith) else rec  # what it learned (validation's report)
+        ctx.journal.failed = replace(partial, steps=(*rec.steps, step))
         raise
     step = StepRecord(name, status, time.monotonic() - start, detail)
     step_done(name, status, step.seconds, detail)
@@ -92,7 +92,7 @@ def _cleanup(ctx: Ctx, rec: BuildRecord, failed_report: bool, why: str) -> str:
                 problems.append(str(exc))
         if failed_report and rec.steps:
             try:
-                done.append(f"report {report.write(ctx.plan, rec, ctx.cli, failed=True, error=why)}")
+                done.append(f"report {report.write(ctx.plan, observe(ctx.cli, rec), failed=True, error=why)}")
             except (CleanBuildError, OSError) as exc:
                 problems.append(f"report not written ({exc})")
         if pressed:

@@ -9,25 +9,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from validation.archs import CK_MODES
-
 from . import lock, lockfile, metadata, srcplan
-from .arch import Arch
 from .checkout import Checkout
 from .components import BUILD_ENVS, WHEEL_UNITS, Unit, make_unit, text_digest
 from .errors import UsageError
 from .gitrepo import is_url, local_path
-from .profiles import Profile
+from .profiles import Profile, strings, table
+from .spec import DOCKER_DIR, REPO_ROOT, BuildSpec, Options, RunSpec
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DOCKER_DIR = REPO_ROOT / "docker"
 STEPS = ("preflight", "prepare", "wheels", "clean", "patch", "validate", "smoke", "tag", "report")
 DEV_STEPS = (*STEPS[:4], "dev", *STEPS[4:])  # --src with Python-only edits: the overlay layer before the patches
 IN_IMAGE = metadata.IN_IMAGE
@@ -35,96 +30,12 @@ STANDIN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 @dataclass(frozen=True)
-class Options:
-    arch: Arch
-    ck_free: bool = False
-    builder: str | None = None
-    progress: str = "auto"
-    ca_bundle: Path | None = None
-    model: Path | None = None
-    allow_no_smoke: bool = False
-    user: str = "user"
-    date: str = "19700101"
-    registry: str = "atom-build"
-    run_id: str = "plan"
-    repo_root: Path = REPO_ROOT
-    cache_dir: Path = REPO_ROOT / ".cache"
-    validation_device: str | None = None  # `nox -s validate --device`: overrides the profile's
-    gpus: tuple[int, ...] | None = None  # --gpu: the GPUs GPU steps get (None: all)
-    container_user: str | None = None  # --user for GPU containers (None: the image's user)
-    cache: str = "auto"  # build cache through the registry: auto (inline when the registry is remote), inline, registry, none
-    src: tuple[Checkout, ...] = ()  # --src: local checkouts, resolved (cleanbuild.checkout)
+class Standin:
+    """The stand-in base (offline profile): a Debian suite with these packages, and the PATH its import gets."""
 
-    @property
-    def remote(self) -> bool:
-        """A registry prefix with a host (registry.example:5000/atom-build): images are pulled and pushed there."""
-        first, sep, _ = self.registry.partition("/")
-        return bool(sep) and ("." in first or ":" in first or first == "localhost")
-
-    @property
-    def run_dir(self) -> Path:
-        return self.cache_dir / "runs" / self.run_id
-
-    @property
-    def ck_mode(self) -> str:
-        return CK_MODES[1] if self.ck_free else CK_MODES[0]
-
-
-@dataclass(frozen=True)
-class BuildSpec:
-    """One `docker buildx build`. `image` is the name it is loaded under."""
-
-    step: str
-    dockerfile: Path
-    context: Path
-    target: str | None
-    build_args: tuple[tuple[str, str], ...]
-    image: str
-
-    def argv(self, *, builder: str | None, progress: str, ca_bundle: Path | None, iidfile: Path | None = None,
-             labels: tuple[tuple[str, str], ...] = (), load: bool = True, cache: tuple[str, ...] = ()) -> list[str]:
-        argv = ["docker", "buildx", "build"]
-        if builder:
-            argv += ["--builder", builder]
-        argv += ["--progress", progress, "--network", "host", "-f", str(self.dockerfile), *cache]
-        argv += ["--load"] if load else []
-        if self.target:
-            argv += ["--target", self.target]
-        for key, value in self.build_args:
-            argv += ["--build-arg", f"{key}={value}"]
-        for key, value in labels:
-            argv += ["--label", f"{key}={value}"]
-        if ca_bundle:
-            argv += ["--secret", f"id=ca,src={ca_bundle}"]
-        if iidfile:
-            argv += ["--iidfile", str(iidfile)]
-        return [*argv, "-t", self.image, str(self.context)]
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """One container run, as data: the engine hands it to the docker SDK; argv() is for people."""
-
-    step: str
-    name: str
-    command: tuple[str, ...]
-    mounts: tuple[tuple[str, str, str], ...] = ()  # (host path, container path, "ro"|"rw")
-    env: tuple[tuple[str, str], ...] = ()
-    gpu: bool = False
-    network: str = "none"
-    workdir: str = IN_IMAGE
-    run_id: str = ""
-
-    def argv(self, image: str = "IMAGE", gpu_flags: tuple[str, ...] = ()) -> list[str]:
-        argv = ["docker", "run", "--rm", "--name", self.name, "--network", self.network]
-        if self.run_id:
-            argv += ["--label", f"{metadata.RUN_LABEL}={self.run_id}"]
-        argv += list(gpu_flags) if self.gpu else []
-        for host, inside, mode in self.mounts:
-            argv += ["--mount", f"type=bind,source={host},target={inside}" + (",readonly" if mode == "ro" else "")]
-        for key, value in self.env:
-            argv += ["-e", f"{key}={value}"]
-        return [*argv, "-w", self.workdir, image, *self.command]
+    suite: str
+    packages: tuple[str, ...]  # sorted
+    path: str
 
 
 @dataclass(frozen=True)
@@ -139,7 +50,7 @@ class Prepare:
     lock_digest: str  # sha256 of the two lock files, as they are (header included): manifest, labels, report
     local_wheels: tuple[tuple[str, str], ...]  # (component, pip requirement) fetched into local/<component>/
     repos: tuple[tuple[str, Path], ...]  # (component, local repository) copied into local/repos/<component>.git
-    standin: tuple[tuple[str, object], ...] | None  # (suite, packages, PATH) of the stand-in base, when it is one
+    standin: Standin | None  # the stand-in base, when the profile's base is one
 
 
 @dataclass(frozen=True)
@@ -293,9 +204,9 @@ def _prepare(profile: Profile, options: Options) -> Prepare:
                   if c.source == "git" and not is_url(str(c.get("repo"))))
     standin = None
     if profile.base.get("standin"):
-        table = profile.section("standin")
-        standin = (("suite", str(table.get("suite", "bookworm"))),
-                   ("packages", tuple(sorted(table.get("base_packages", ())))), ("path", STANDIN_PATH))
+        conf = profile.section("standin")
+        standin = Standin(str(conf.get("suite", "bookworm")), tuple(sorted(strings(conf.get("base_packages")))),
+                          STANDIN_PATH)
     texts, problem = lock_texts(profile, runtime, build)
     lock_digest = "sha256:" + hashlib.sha256(b"".join(p.read_bytes() for p in (runtime, build) if p.is_file())).hexdigest()
     key = _digest({"lock": dict(texts), "wheels": wheels, "python": profile.python,
@@ -316,7 +227,7 @@ def lock_texts(profile: Profile, runtime: Path, build: Path) -> tuple[tuple[tupl
     try:
         text, build_text = runtime.read_text(), build.read_text()
         head = lockfile.header(text) or {}
-        binary, source = lockfile.split(text, {str(n) for n in profile.component("deps").get("build", ()) or ()})
+        binary, source = lockfile.split(text, set(strings(profile.component("deps").get("build"))))
         seeds = {Requirement(r).name for r in (*head.get("aiter", ()), *head.get("torch", ()))}
         aiter_env = lockfile.pins(lockfile.closure(text, seeds))
         build_lines = lockfile.package_lines(build_text)
@@ -333,9 +244,10 @@ def lock_texts(profile: Profile, runtime: Path, build: Path) -> tuple[tuple[tupl
             ("aiter-build.txt", aiter_env)), problem
 
 
-def standin_image(standin: tuple[tuple[str, object], ...]) -> str:
+def standin_image(standin: Standin) -> str:
     """The stand-in base's name, keyed by (suite, packages, PATH): known without Docker, so plans stay pure."""
-    return f"atom-build/standin-base:{_digest(dict(standin))[:12]}"
+    key = {"suite": standin.suite, "packages": standin.packages, "path": standin.path}
+    return f"atom-build/standin-base:{_digest(key)[:12]}"
 
 
 def repo_arg(component: str, repo: str) -> str:
@@ -384,7 +296,7 @@ def _tree_digest(folder: Path, skip: frozenset[str] = frozenset()) -> str:
 def _validate(profile: Profile, options: Options) -> RunSpec:
     conf = profile.section("validation")
     device = options.validation_device or str(conf.get("device", "cuda"))
-    env = {str(k): str(v) for k, v in dict(conf.get("env", {})).items()}
+    env = {str(k): str(v) for k, v in table(conf.get("env", {})).items()}
     if device == "cpu":
         env.setdefault("TRITON_INTERPRET", "1")
     return validation_run(options, device, env)
@@ -412,7 +324,7 @@ def smoke_run(profile: Profile, options: Options) -> RunSpec:
     conf = profile.section("smoke")
     mode = str(conf.get("mode", "atom"))
     raw = conf.get("command", ())
-    template = shlex.split(raw) if isinstance(raw, str) else [str(a) for a in raw]
+    template = shlex.split(raw) if isinstance(raw, str) else list(strings(raw))
     if mode == "atom" and not template:
         raise UsageError(f"profile {profile.name!r} has no smoke.command. To fix, add one to the profile.")
     command = [a.replace("{model}", "/model") for a in template] if mode == "atom" else []
@@ -424,43 +336,13 @@ def smoke_run(profile: Profile, options: Options) -> RunSpec:
     )
 
 
-def cache_flags(spec: BuildSpec, options: Options, *, containerd_store: bool = False) -> tuple[str, ...]:
-    """Build cache through the registry. The docker driver (the engine's own BuildKit) with the classic image store
-    can only export the cache inline, in the image it pushes (the final image's layers); with the containerd image
-    store, or on a docker-container or remote builder, every stage's cache goes to the registry (mode=max): `auto`
-    takes that when the engine has the containerd store. Inline, each build reads the content-keyed image and its
-    stem's `-latest` tag, so a changed key still starts from the last build's layers."""
-    if options.cache == "none" or (options.cache == "auto" and not options.remote):
-        return ()
-    repo, _, tag = spec.image.rpartition(":")
-    stem = tag.rsplit("-", 1)[0]
-    if options.cache == "registry" or (options.cache == "auto" and containerd_store and options.builder is None):
-        ref = f"type=registry,ref={repo}:{stem}-buildcache"
-        return ("--cache-from", ref, "--cache-to", f"{ref},mode=max")
-    return ("--cache-to", "type=inline", "--cache-from", spec.image, "--cache-from", f"{repo}:{stem}-latest")
-
-
 def patch_build(image: str, tag: str, only: tuple[str, ...] = ()) -> BuildSpec:
     """The patch layer on top of any image (build-clean's candidate, or `invoke patch --image`)."""
     args = [("IMAGE", image)] + ([("PATCH_ONLY", " ".join(only))] if only else [])
     return BuildSpec("patch", DOCKER_DIR / "Dockerfile.patch", REPO_ROOT, None, tuple(args), tag)
 
 
-# ---- checks and display ---------------------------------------------------------------------------------------
-
-def dockerfile_args(dockerfile: Path) -> set[str]:
-    """The ARG names a Dockerfile declares (global and per stage)."""
-    return {m.group(1) for line in dockerfile.read_text().splitlines()
-            if (m := re.match(r"^\s*ARG\s+([A-Za-z_][A-Za-z0-9_]*)", line))}
-
-
-def check_build_args(spec: BuildSpec) -> None:
-    """A build argument the Dockerfile does not declare is a typo or a stale pin: refuse it."""
-    unknown = sorted(k for k, _ in spec.build_args if k not in dockerfile_args(spec.dockerfile))
-    if unknown:
-        raise UsageError(f"{spec.dockerfile.name} does not consume build argument(s) {', '.join(unknown)}. "
-                         "To fix, remove them from the profile or declare them with ARG in the Dockerfile.")
-
+# ---- display -----------------------------------------------------------------------------------------------
 
 def commands(plan: Plan) -> list[list[str]]:
     """The exact commands build-clean runs, in order: one build per image (each only when no image with its key

@@ -20,8 +20,9 @@ import tempfile
 from pathlib import Path
 
 from .errors import EnvironmentProblem, StepFailed
-from .plan import CLEAN_ONLY_SCRIPTS, DOCKER_DIR, Plan, Prepare, standin_image
+from .plan import CLEAN_ONLY_SCRIPTS, Plan, Prepare, standin_image
 from .run import CommandFailed, run
+from .spec import DOCKER_DIR
 
 
 @contextlib.contextmanager
@@ -93,20 +94,22 @@ def _copy_repo(repo: Path, dest: Path) -> None:
 
 def ensure_standin(prep: Prepare, cache_dir: Path, image_exists) -> str:
     """A Debian image with Python and pip, made by mmdebstrap and `docker import`; built once per key."""
-    image = standin_image(prep.standin)
+    spec = prep.standin
+    if spec is None:
+        raise ValueError("the profile's base is not a stand-in")
+    image = standin_image(spec)
     if image_exists(image):
         return image
-    spec = dict(prep.standin)
     key = image.rsplit(":", 1)[1]
     tar = cache_dir / f"standin-base-{key}.tar"
     if not tar.exists():
         partial = cache_dir / f"standin-base-{key}.partial.tar"  # mmdebstrap picks the format from the suffix
         try:
-            run(["mmdebstrap", "--variant=minbase", "--format=tar", "--include=" + ",".join(spec["packages"]),
-                 spec["suite"], str(partial)], capture=True)
+            run(["mmdebstrap", "--variant=minbase", "--format=tar", "--include=" + ",".join(spec.packages),
+                 spec.suite, str(partial)], capture=True)
         except CommandFailed as exc:
             raise EnvironmentProblem(f"mmdebstrap could not make the stand-in base: {exc}. To fix, check the Debian mirror.") from None
         partial.rename(tar)
     # A plain import has no config; give it the PATH every real base image has, so `ENV PATH=...:$PATH` works.
-    run(["docker", "import", "--change", f"ENV PATH={spec['path']}", str(tar), image], capture=True)
+    run(["docker", "import", "--change", f"ENV PATH={spec.path}", str(tar), image], capture=True)
     return image

@@ -89,11 +89,14 @@ class Profile:
 
     @property
     def disk_gib(self) -> float:
-        return float(self.data.get("disk_gib", 20))  # type: ignore[arg-type]
+        gib = self.data.get("disk_gib", 20)
+        if not isinstance(gib, int | float | str):
+            raise TypeError(f"disk_gib is {gib!r}, not a number")
+        return float(gib)
 
     @property
     def base(self) -> Mapping[str, object]:
-        return self.data["base"]  # type: ignore[return-value]
+        return table(self.data["base"])
 
     @property
     def base_ref(self) -> str:
@@ -103,8 +106,8 @@ class Profile:
 
     @property
     def components(self) -> tuple[Component, ...]:
-        comps = self.data["components"]
-        return tuple(Component(n, comps[n]) for n in COMPONENTS if n in comps)  # type: ignore[index,operator]
+        comps = table(self.data["components"])
+        return tuple(Component(n, table(comps[n])) for n in COMPONENTS if n in comps)
 
     def component(self, name: str) -> Component:
         for comp in self.components:
@@ -113,7 +116,23 @@ class Profile:
         return Component(name, MappingProxyType({"source": "none"}))
 
     def section(self, name: str) -> Mapping[str, object]:
-        return self.data.get(name, MappingProxyType({}))  # type: ignore[return-value]
+        return table(self.data.get(name, MappingProxyType({})))
+
+
+def table(value: object) -> Mapping[str, object]:
+    """A profile table (the schema checked its keys and types) as a Mapping; TypeError for anything else."""
+    if not isinstance(value, Mapping):
+        raise TypeError(f"expected a table, got {value!r}")
+    return value
+
+
+def strings(value: object) -> tuple[str, ...]:
+    """A list of strings the schema checked (a tuple once loaded), () when absent; TypeError for anything else."""
+    if value is None:
+        return ()
+    if not isinstance(value, tuple | list):
+        raise TypeError(f"expected a list of strings, got {value!r}")
+    return tuple(str(v) for v in value)
 
 
 def available() -> list[str]:
@@ -128,7 +147,7 @@ def load(name: str, overrides: Mapping[str, object] | None = None, path: Path | 
     for dotted, value in (overrides or {}).items():
         set_key(data, str(dotted), value, file)
     _check_required(data, file)
-    return Profile(str(data.get("name", name)), _freeze(data), file)
+    return Profile(str(data.get("name", name)), table(_freeze(data)), file)
 
 
 def _read_chain(file: Path, name: str, seen: tuple[Path, ...]) -> dict:
@@ -201,14 +220,16 @@ def _fits(value: object, spec: object) -> bool:
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
     if spec is dict:
         return isinstance(value, Mapping) and all(isinstance(v, str) for v in value.values())
-    return isinstance(value, spec)  # type: ignore[arg-type]
+    return isinstance(spec, type) and isinstance(value, spec)
 
 
 def _describe(spec: object) -> str:
     if isinstance(spec, tuple):
         return "one of " + ", ".join(map(repr, spec))
-    return {str: "a string (quote it, e.g. \"3.12\")", bool: "true or false", int: "a whole number",
-            float: "a number", list: "a list of strings", dict: "a table of strings"}.get(spec, str(spec))  # type: ignore[arg-type]
+    names: dict[object, str] = {str: "a string (quote it, e.g. \"3.12\")", bool: "true or false",
+                                int: "a whole number", float: "a number", list: "a list of strings",
+                                dict: "a table of strings"}
+    return names.get(spec, str(spec))
 
 
 def _check_required(data: Mapping, file: Path) -> None:
@@ -260,7 +281,7 @@ def coerce(value: object, spec: object, dotted: str, file: Path) -> object:
         converted = True if value.lower() in _TRUE else False if value.lower() in _FALSE else value
     elif spec in (int, float):
         try:
-            converted = spec(value)  # type: ignore[operator]
+            converted = spec(value)
         except ValueError:
             converted = value
     elif spec is list:

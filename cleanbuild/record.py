@@ -6,18 +6,29 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from . import metadata
-from .engine import EngineFacts
+from .errors import StepFailed
 from .metadata import ImageFacts
 from .plan import Plan
+from .spec import EngineFacts
 from .tag import Tag
+
+
+class StepStatus(StrEnum):
+    """How a step ended; the values are what reports, JSON and the console show."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    REUSED = "reused"  # everything it would make already existed
 
 
 @dataclass(frozen=True)
 class StepRecord:
     name: str
-    status: str  # passed | failed | skipped | reused
+    status: StepStatus
     seconds: float
     detail: str = ""
 
@@ -45,6 +56,17 @@ class UnitRecord:
 
 
 @dataclass(frozen=True)
+class ImageSummary:
+    """What the report says of the candidate image, read from the engine by the step that writes the report
+    (cleanbuild.steps.observe), so the report itself asks no engine."""
+
+    size_bytes: int | None
+    layers: tuple[str, ...]  # the layer digests (RootFS), bottom first
+    labels: dict[str, str]
+    largest_layers: tuple[dict, ...]  # {"size", "created_by"}, largest first
+
+
+@dataclass(frozen=True)
 class BuildRecord:
     run_id: str
     started: float  # time.monotonic() at the start
@@ -66,6 +88,20 @@ class BuildRecord:
     dev_ref: str | None = None  # --src: the dev tag applied instead (never a release tag)
     units: tuple[UnitRecord, ...] = ()  # every keyed image the run made or reused, in build order
     steps: tuple[StepRecord, ...] = field(default=())
+    image: ImageSummary | None = None  # the candidate as the engine saw it when the report was written
+    finished: float | None = None  # time.monotonic() when the report was written
+
+    def candidate(self) -> str:
+        """The candidate's image ID: validate, smoke and tag act on what patch made (or the image a task names)."""
+        if self.candidate_id is None:
+            raise StepFailed("there is no candidate image yet. To fix, run the steps that make it first.")
+        return self.candidate_id
+
+    def tagged(self) -> tuple[ImageFacts, Tag]:
+        """The image's facts and its tag, once steps.release_tag has read them."""
+        if self.facts is None or self.tag is None:
+            raise StepFailed("the image's versions were not read yet, so it has no tag.")
+        return self.facts, self.tag
 
 
 def digest(raw: bytes) -> str:
@@ -94,3 +130,12 @@ def clean_labels(plan: Plan, record: BuildRecord) -> tuple[tuple[str, str], ...]
         if wheel.get("component") not in ("deps",):
             out[metadata.label(f"version.{wheel['name']}")] = str(wheel.get("version", ""))
     return tuple(sorted(out.items()))
+
+
+class StepFailedWith(StepFailed):
+    """A step's wrong result together with what the step learned before it failed (validation's checks, the smoke
+    output), so the failed report shows it."""
+
+    def __init__(self, message: str, record: BuildRecord) -> None:
+        super().__init__(message)
+        self.record = record

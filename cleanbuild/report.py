@@ -7,20 +7,19 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-import time
 from pathlib import Path
 
-from . import engine, sbom, srcplan
-from .plan import REPO_ROOT, Plan
+from . import sbom, srcplan
+from .plan import Plan
 from .record import BuildRecord
+from .spec import REPO_ROOT
 
 REPORTS = REPO_ROOT / "reports"
 
 
-def build(plan: Plan, rec: BuildRecord, cli, *, failed: bool, error: str | None = None) -> dict:
-    """Everything the run learned, as one JSON document."""
-    image = rec.candidate_id
-    inspected = engine.inspect(cli, image) if image and cli is not None else {}
+def build(plan: Plan, rec: BuildRecord, *, failed: bool, error: str | None = None) -> dict:
+    """Everything the run learned, as one JSON document (the engine's view of the image: rec.image)."""
+    image, seen = rec.candidate_id, rec.image
     manifest = rec.wheels.manifest if rec.wheels else {}
     return {
         "schema": 2, "status": "failed" if failed else "passed", "error": error,
@@ -30,9 +29,9 @@ def build(plan: Plan, rec: BuildRecord, cli, *, failed: bool, error: str | None 
         "run_id": rec.run_id, "started_at": rec.started_at, "profile": plan.profile.name,
         "offline_substitutes": _substitutes(plan), "pinned": plan.profile.pinned,
         "arch": plan.options.arch.value, "ck_mode": plan.options.ck_mode,
-        "image_id": image, "image_size_bytes": inspected.get("Size"),
-        "largest_layers": engine.largest_layers(cli, image) if image and cli is not None else [],
-        "layers": (inspected.get("RootFS") or {}).get("Layers", []),
+        "image_id": image, "image_size_bytes": seen.size_bytes if seen else None,
+        "largest_layers": list(seen.largest_layers) if seen else [],
+        "layers": list(seen.layers) if seen else [],
         "base_image": plan.base_image, "base_image_digest": plan.profile.base.get("digest") or None,
         "images": {"wheels": rec.wheels.image if rec.wheels else None, "clean": plan.clean.image,
                    "candidate": rec.candidate_ref},
@@ -47,8 +46,8 @@ def build(plan: Plan, rec: BuildRecord, cli, *, failed: bool, error: str | None 
         "smoke": rec.smoke, "gpu": list(rec.gpu) if rec.gpu else None,
         "steps": [{"name": s.name, "status": s.status, "seconds": round(s.seconds, 2), "detail": s.detail}
                   for s in rec.steps],
-        "total_seconds": round(time.monotonic() - rec.started, 1),
-        "labels": (inspected.get("Config") or {}).get("Labels") or {},
+        "total_seconds": round(rec.finished - rec.started, 1) if rec.finished is not None else None,
+        "labels": dict(seen.labels) if seen else {},
     }
 
 
@@ -86,8 +85,8 @@ def folder_for(plan: Plan, rec: BuildRecord, *, failed: bool) -> Path:
     return REPORTS / plan.release_repo.rsplit("/", 1)[-1] / name
 
 
-def write(plan: Plan, rec: BuildRecord, cli, *, failed: bool, error: str | None = None) -> Path:
-    data = build(plan, rec, cli, failed=failed, error=error)
+def write(plan: Plan, rec: BuildRecord, *, failed: bool, error: str | None = None) -> Path:
+    data = build(plan, rec, failed=failed, error=error)
     return write_data(folder_for(plan, rec, failed=failed), data, supply_chain(plan, rec, data))
 
 
@@ -97,11 +96,12 @@ def supply_chain(plan: Plan, rec: BuildRecord, data: dict) -> dict[str, dict]:
     if rec.wheels is None:
         return {}
     image = rec.candidate_ref or plan.patch.image
-    args = {"image": image, "image_id": data.get("image_id"), "base": plan.base_image,
-            "base_digest": data.get("base_image_digest")}
-    return {"sbom.cdx.json": sbom.cyclonedx(rec.wheels.manifest, **args),
+    image_id, base_digest = data.get("image_id"), data.get("base_image_digest")
+    return {"sbom.cdx.json": sbom.cyclonedx(rec.wheels.manifest, image=image, image_id=image_id,
+                                            base=plan.base_image, base_digest=base_digest),
             "provenance.json": sbom.provenance(
-                rec.wheels.manifest, **args, profile=plan.profile.name,
+                rec.wheels.manifest, image=image, image_id=image_id, base=plan.base_image,
+                base_digest=base_digest, profile=plan.profile.name,
                 pins={c.name: c.ref() for c in plan.profile.components},
                 builder=f"docker {rec.engine.version}" if rec.engine else "docker")}
 

@@ -15,9 +15,12 @@ import hashlib
 import json
 import tarfile
 import tempfile
+import uuid
 from pathlib import Path
 
 from . import engine
+from .errors import StepFailed
+from .spec import RunSpec
 
 RECORDS = r"""
 import importlib.metadata as md, json, os
@@ -37,9 +40,15 @@ WHY = ("image IDs differ only where BuildKit 0.8 stamps build-time mtimes on the
 
 
 def venv_facts(cli, image: str) -> dict:
-    out = cli.containers.run(image, ["python", "-c", RECORDS], network_mode="none", remove=True, stdout=True,
-                             stderr=False)
-    return json.loads(out)
+    """Every distribution's RECORD and every file of the venv, read by the image's own Python (no network)."""
+    spec = RunSpec(step="venv records", name=f"atom-records-{uuid.uuid4().hex[:12]}",
+                   command=("python", "-c", RECORDS), network="none", workdir="/")
+    result = engine.run_container(cli, image, spec)
+    lines = result.logs.strip().splitlines()
+    if result.exit_code != 0 or not lines:
+        raise StepFailed(f"reading the venv records of {image} failed (exit {result.exit_code}): "
+                         f"{lines[-1][:300] if lines else 'no output'}")
+    return json.loads(lines[-1])  # the script prints one JSON line, last
 
 
 def compare(cli, wheels: tuple[str, str], clean: tuple[str, str]) -> dict:
@@ -91,7 +100,7 @@ def _at(layers: list[str], index: int) -> str | None:
 def layer_files(saved: Path, index: int) -> dict[str, tuple]:
     """{path: (sha256 of content or link target, mode, uid, gid, mtime)} of layer `index` of a `docker save` tar."""
     with tarfile.open(saved) as outer:
-        manifest = json.loads(outer.extractfile("manifest.json").read())  # type: ignore[union-attr]
+        manifest = json.loads(_read(outer, "manifest.json"))
         blob = outer.extractfile(manifest[0]["Layers"][index])
         with tarfile.open(fileobj=blob, mode="r:*") as layer:
             return {m.name: (_content(layer, m), m.mode, m.uid, m.gid, m.mtime) for m in layer}
@@ -100,9 +109,16 @@ def layer_files(saved: Path, index: int) -> dict[str, tuple]:
 DIRECTORY = "directory"
 
 
+def _read(tar: tarfile.TarFile, member: str | tarfile.TarInfo) -> bytes:
+    handle = tar.extractfile(member)
+    if handle is None:  # `docker save` writes manifest.json and every layer's files as regular files
+        raise ValueError(f"{member} in {tar.name!r} is not a regular file")
+    return handle.read()
+
+
 def _content(layer: tarfile.TarFile, member: tarfile.TarInfo) -> str:
     if member.isfile():
-        return hashlib.sha256(layer.extractfile(member).read()).hexdigest()  # type: ignore[union-attr]
+        return hashlib.sha256(_read(layer, member)).hexdigest()
     return DIRECTORY if member.isdir() else f"{member.type!r}->{member.linkname}"
 
 

@@ -135,7 +135,7 @@ def run_logged(argv: Sequence[str | os.PathLike[str]], log: Path, *, show: bool 
         args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=full_env,
     ) as proc:
         try:
-            for raw in proc.stdout:  # type: ignore[union-attr]
+            for raw in proc.stdout or ():  # stdout=PIPE: never None
                 line = raw.decode(errors="replace")
                 sink.write(line)
                 if show:

@@ -9,7 +9,14 @@ from __future__ import annotations
 import json
 import uuid
 
-from cyclonedx.model import ExternalReference, ExternalReferenceType, HashAlgorithm, HashType, Property, XsUri
+from cyclonedx.model import (
+    ExternalReference,
+    ExternalReferenceType,
+    HashAlgorithm,
+    HashType,
+    Property,
+    XsUri,
+)
 from cyclonedx.model.bom import Bom
 from cyclonedx.model.component import Component, ComponentType
 from cyclonedx.output.json import JsonV1Dot6
@@ -52,7 +59,9 @@ def wheel_component(wheel: dict, manifest: dict) -> Component:
 def cyclonedx(manifest: dict, *, image: str, image_id: str | None, base: str, base_digest: str | None) -> dict:
     """Every wheel in the image and the base image, as a CycloneDX 1.6 document (deterministic for one manifest)."""
     bom = Bom(serial_number=uuid.uuid5(uuid.NAMESPACE_URL, f"{image}@{image_id}"))
-    bom.metadata.timestamp = None
+    # No timestamp, so one manifest gives one document; the library's setter is annotated datetime-only, but the
+    # serializer omits a None timestamp.
+    bom.metadata.timestamp = None  # type: ignore[assignment]
     bom.metadata.component = Component(type=ComponentType.CONTAINER, name=image, version=image_id or "unknown",
                                        bom_ref="image")
     base_name, _, base_tag = base.rpartition(":") if ":" in base.rsplit("/", 1)[-1] else (base, "", "")

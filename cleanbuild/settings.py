@@ -20,9 +20,9 @@ from packaging.version import InvalidVersion, Version
 from .arch import Arch, host_runner, resolve
 from .errors import UsageError
 from .gpu import parse_gpus
-from .plan import REPO_ROOT, Options
-from .profiles import Profile, load, parse_sets
+from .profiles import Profile, load, parse_sets, table
 from .refs import git_ref, git_remote, image_ref
+from .spec import REPO_ROOT, Options
 from .tag import today
 
 DEFAULTS: dict[str, object] = {
@@ -245,7 +245,7 @@ def check(inputs: Inputs, config: Mapping[str, object]) -> None:
 
 def overrides(inputs: Inputs, config: Mapping[str, object]) -> dict[str, object]:
     """The profile overrides in force: invoke.yaml's, then --set (which wins)."""
-    return {**dict(config.get("overrides") or {}), **parse_sets(list(inputs.sets))}
+    return {**table(config.get("overrides") or {}), **parse_sets(list(inputs.sets))}
 
 
 def options(inputs: Inputs, config: Mapping[str, object], *, arch: Arch | None = None) -> Options:
@@ -254,8 +254,9 @@ def options(inputs: Inputs, config: Mapping[str, object], *, arch: Arch | None =
     model = Path(inputs.model).resolve() if inputs.model else None
     if model and not model.is_dir():
         raise UsageError(f"--model {inputs.model} is not a folder. To fix, pass a model folder (config.json and weights).")
-    builder = pick(inputs.builder, config, "builder")
-    if builder is not None and not BUILDER.match(str(builder)):
+    picked = pick(inputs.builder, config, "builder")
+    builder = None if picked is None else str(picked)
+    if builder is not None and not BUILDER.match(builder):
         where = source(inputs.builder, config, "builder", "--builder")
         raise UsageError(f"{where} {builder!r} is not a buildx builder name. To fix, pass a name `docker buildx ls` "
                          "lists (letters, digits, '_', '.', '-'; not starting with '-').")
@@ -270,7 +271,7 @@ def options(inputs: Inputs, config: Mapping[str, object], *, arch: Arch | None =
     if cache not in ("auto", "inline", "registry", "none"):
         raise UsageError(f"cleanbuild.cache {cache!r} is not one of auto, inline, registry, none.")
     return Options(
-        arch=chosen, ck_free=inputs.ck_free, builder=builder,  # type: ignore[arg-type]
+        arch=chosen, ck_free=inputs.ck_free, builder=builder,
         progress=progress, ca_bundle=ca, model=model,
         allow_no_smoke=inputs.allow_no_smoke, user=user_name(inputs.user, config), date=today(),
         registry=registry(config, inputs.registry), run_id=new_run_id(), cache_dir=cache_dir(config), cache=cache,

@@ -18,9 +18,10 @@ from pathlib import Path
 
 from . import metadata
 from .checkout import Checkout
+from .spec import DOCKER_DIR
 from .tag import safe_field
 
-DEV_DIR = Path(__file__).resolve().parent.parent / "docker" / "dev"
+DEV_DIR = DOCKER_DIR / "dev"
 DIRTY_LABEL = metadata.label("dirty")
 DIFF_LABEL = metadata.label("diff-hash")
 

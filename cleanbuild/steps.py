@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -14,19 +15,31 @@ from . import prepare as preparer
 from . import report as reports
 from .components import Unit
 from .errors import StepFailed, UsageError
-from .plan import BuildSpec, Plan, build_spec, cache_flags, patch_build
-from .record import BuildRecord, StepRecord, UnitRecord, Wheels, clean_labels, digest
+from .plan import Plan, build_spec, patch_build
+from .record import (
+    BuildRecord,
+    ImageSummary,
+    StepFailedWith,
+    StepRecord,
+    StepStatus,
+    UnitRecord,
+    Wheels,
+    clean_labels,
+    digest,
+)
+from .spec import BuildSpec, cache_flags
 from .tag import Tag, TagParts, make_tag
 
-Outcome = tuple[BuildRecord, str, str]
+Outcome = tuple[BuildRecord, StepStatus, str]
 
 
 @dataclass
 class Journal:
     """What a run created outside its record, written down BEFORE it is created, so cleanup finds it even when a
-    Ctrl-C lands between creating it and the step returning."""
+    Ctrl-C lands between creating it and the step returning; and the record a failed step left, for cleanup."""
 
     release: tuple[str, str] | None = None  # (repository, tag) about to be / applied to the candidate
+    failed: BuildRecord | None = None  # what the run knew when a step failed, that step's failure included
 
 
 @dataclass(frozen=True)
@@ -42,7 +55,7 @@ class Ctx:
 def preflight(ctx: Ctx, rec: BuildRecord) -> Outcome:
     o = ctx.plan.options
     facts = engine.preflight(ctx.cli, ctx.plan.profile.disk_gib if ctx.builds else 2.0, o.builder)
-    return replace(rec, engine=facts), "passed", f"engine {facts.version}, {facts.free_gib} GiB free, {o.arch.value} {o.ck_mode}"
+    return replace(rec, engine=facts), StepStatus.PASSED, f"engine {facts.version}, {facts.free_gib} GiB free, {o.arch.value} {o.ck_mode}"
 
 
 def prepare(ctx: Ctx, rec: BuildRecord) -> Outcome:
@@ -50,7 +63,7 @@ def prepare(ctx: Ctx, rec: BuildRecord) -> Outcome:
     src = devcontext.prepare(ctx.plan)
     if src:
         made["src_contexts"] = src
-    status = "reused" if made["context_reused"] else "passed"
+    status = StepStatus.REUSED if made["context_reused"] else StepStatus.PASSED
     return replace(rec, prepared=made), status, f"context {Path(made['context']).name}" + (
         f", base {made['standin']}" if made.get("standin") else "") + (f", --src {', '.join(src)}" if src else "")
 
@@ -127,7 +140,7 @@ def wheels(ctx: Ctx, rec: BuildRecord) -> Outcome:
     result = Wheels(assembly.image, assembly.image_id, assembly.status == "reused", json.loads(raw), digest(raw))
     rec = replace(rec, wheels=result, units=(*rec.units, *done))
     detail = f"{assembly.image}: {_summary(done)}; {len(result.manifest['wheels'])} wheels"
-    return rec, "reused" if all(u.status == "reused" for u in done) else "passed", detail
+    return rec, StepStatus.REUSED if all(u.status == "reused" for u in done) else StepStatus.PASSED, detail
 
 
 def clean(ctx: Ctx, rec: BuildRecord) -> Outcome:
@@ -137,7 +150,7 @@ def clean(ctx: Ctx, rec: BuildRecord) -> Outcome:
     for unit in ctx.plan.step_units("clean"):
         done.append(_ensure(ctx, rec, unit, own if unit.name == "clean" else ()))
     image_id = done[-1].image_id
-    status = "reused" if all(u.status == "reused" for u in done) else "passed"
+    status = StepStatus.REUSED if all(u.status == "reused" for u in done) else StepStatus.PASSED
     rec = replace(rec, clean_id=image_id, candidate_id=image_id, units=(*rec.units, *done))
     return rec, status, f"{done[-1].image}: {_summary(tuple(done))}"
 
@@ -150,7 +163,7 @@ def dev(ctx: Ctx, rec: BuildRecord) -> Outcome:
     rec = replace(rec, candidate_id=done.image_id, candidate_ref=done.image, units=(*rec.units, done))
     detail = (f"{done.image} ({done.how}): {len(manifest['files'])} files copied, {len(manifest['deleted'])} deleted "
               f"over {ctx.plan.clean.image}")
-    return rec, "reused" if done.status == "reused" else "passed", detail
+    return rec, StepStatus.REUSED if done.status == "reused" else StepStatus.PASSED, detail
 
 
 def patch(ctx: Ctx, rec: BuildRecord) -> Outcome:
@@ -165,10 +178,11 @@ def patch(ctx: Ctx, rec: BuildRecord) -> Outcome:
     else:  # an image the user named, or --only: not a keyed unit; it must not carry its parent's key
         adhoc = ((engine.UNIT_LABEL, "patch"), (engine.KEY_LABEL, ""), (engine.VARIANT_LABEL, ""), (engine.INPUTS_LABEL, ""))
         image_id, how = buildx.build(spec, ctx.plan.options, labels=adhoc, reproducible=_reproducible(rec)), "built"
-    data = engine.read_json(ctx.cli, image_id, metadata.PATCHES_PATH, rec.run_id) or {}
+    raw = engine.read_json(ctx.cli, image_id, metadata.PATCHES_PATH, rec.run_id)
+    data = raw if isinstance(raw, dict) else {}
     outcomes = ", ".join(f"{p['name']}={p['outcome']}" for p in data.get("patches", [])) or "no patch report"
     summary = f"{spec.image} ({how}): {outcomes}"
-    return replace(rec, candidate_id=image_id, candidate_ref=spec.image, patches=data), "passed", summary
+    return replace(rec, candidate_id=image_id, candidate_ref=spec.image, patches=data), StepStatus.PASSED, summary
 
 
 def _gpu_kwargs(ctx: Ctx, rec: BuildRecord, step: str, image_rocm: str | None) -> tuple[dict, tuple[dict, ...]]:
@@ -181,7 +195,7 @@ def _gpu_kwargs(ctx: Ctx, rec: BuildRecord, step: str, image_rocm: str | None) -
 
 
 def _image_rocm(ctx: Ctx, rec: BuildRecord) -> str | None:
-    raw = engine.read_json(ctx.cli, rec.candidate_id, metadata.VERSIONS_PATH, rec.run_id)
+    raw = engine.read_json(ctx.cli, rec.candidate(), metadata.VERSIONS_PATH, rec.run_id)
     return raw.get("rocm") if isinstance(raw, dict) else None
 
 
@@ -194,20 +208,20 @@ def validate(ctx: Ctx, rec: BuildRecord) -> Outcome:
     data = json.loads(out.read_text()) if out.is_file() else None
     rec = replace(rec, validation=data, gpu=gpus or rec.gpu)
     if data is None:
-        raise _failed(rec, f"validation wrote no report (exit {result.exit_code}): {_tail(result.logs)}")
+        raise StepFailedWith(f"validation wrote no report (exit {result.exit_code}): {_tail(result.logs)}", rec)
     counts = {s: sum(c["status"] == s for c in data["checks"]) for s in ("passed", "warning", "failed", "skipped")}
     if result.exit_code != 0 or counts["failed"]:
         failed = ", ".join(c["name"] + (f" ({c['reason']})" if c.get("reason") else "")
                            for c in data["checks"] if c["status"] == "failed")
-        raise _failed(rec, f"validation failed inside the image: {failed or _tail(result.logs)}. Report: {out}")
-    return rec, "passed", (f"{counts['passed']} passed, {counts['warning']} warning, {counts['failed']} failed, "
+        raise StepFailedWith(f"validation failed inside the image: {failed or _tail(result.logs)}. Report: {out}", rec)
+    return rec, StepStatus.PASSED, (f"{counts['passed']} passed, {counts['warning']} warning, {counts['failed']} failed, "
                            f"{counts['skipped']} skipped")
 
 
 def smoke(ctx: Ctx, rec: BuildRecord) -> Outcome:
     plan = ctx.plan
     if plan.smoke is None:
-        return replace(rec, smoke={"status": "skipped", "reason": plan.smoke_skip_reason}), "skipped", plan.smoke_skip_reason or ""
+        return replace(rec, smoke={"status": "skipped", "reason": plan.smoke_skip_reason}), StepStatus.SKIPPED, plan.smoke_skip_reason or ""
     kwargs, gpus = _gpu_kwargs(ctx, rec, "smoke", _image_rocm(ctx, rec)) if plan.smoke.gpu else ({}, None)
     result = engine.run_container(ctx.cli, rec.candidate_id, plan.smoke, kwargs)
     parsed = smoke_result(result.logs)
@@ -215,9 +229,9 @@ def smoke(ctx: Ctx, rec: BuildRecord) -> Outcome:
             "command": list(plan.smoke.command), "model": str(plan.options.model), "result": parsed,
             "output": result.logs[-8000:]}
     rec = replace(rec, smoke=data, gpu=gpus or rec.gpu)
-    if data["status"] != "passed":
-        raise _failed(rec, f"the smoke test failed (exit {result.exit_code}): {_tail(result.logs)}")
-    return rec, "passed", f"{parsed['new_tokens']} new tokens ({parsed['counted_by']})"
+    if data["status"] != "passed" or parsed is None:
+        raise StepFailedWith(f"the smoke test failed (exit {result.exit_code}): {_tail(result.logs)}", rec)
+    return rec, StepStatus.PASSED, f"{parsed['new_tokens']} new tokens ({parsed['counted_by']})"
 
 
 def smoke_result(logs: str) -> dict | None:
@@ -234,7 +248,7 @@ def release_tag(ctx: Ctx, rec: BuildRecord) -> tuple[BuildRecord, str]:
     """(record with the image's facts and tag, release repository): from the versions the image itself reports."""
     o = ctx.plan.options
     where = rec.candidate_ref or str(rec.candidate_id)
-    raw = engine.read_json(ctx.cli, rec.candidate_id, metadata.VERSIONS_PATH, rec.run_id)
+    raw = engine.read_json(ctx.cli, rec.candidate(), metadata.VERSIONS_PATH, rec.run_id)
     if raw is None:
         raise UsageError(f"{where} has no {metadata.VERSIONS_PATH}. To fix, tag an image built by build-clean.")
     facts = metadata.read_versions(raw, where)
@@ -254,15 +268,16 @@ def tag(ctx: Ctx, rec: BuildRecord) -> Outcome:
     """The release tag, only for an image that passed smoke (or with --allow-no-smoke). Written in the journal
     before it exists, so an interrupted run removes it."""
     if not ctx.plan.dirty:
-        refuse_dirty(ctx.cli, rec.candidate_id, rec.candidate_ref or str(rec.candidate_id))
+        refuse_dirty(ctx.cli, rec.candidate(), rec.candidate_ref or str(rec.candidate_id))
     rec, repo = release_tag(ctx, rec)
     if ctx.plan.dirty:
         return dev_tag(ctx, rec, repo)
     if (rec.smoke or {}).get("status") != "passed" and not ctx.plan.options.allow_no_smoke:
-        return rec, "skipped", f"no smoke test passed, so no release tag (--allow-no-smoke tags anyway); candidate {rec.candidate_ref}"
-    ctx.journal.release = (repo, rec.tag.value)
-    ref = engine.tag(ctx.cli, rec.candidate_id, repo, rec.tag.value)
-    return replace(rec, release_ref=ref), "passed", ref
+        return rec, StepStatus.SKIPPED, f"no smoke test passed, so no release tag (--allow-no-smoke tags anyway); candidate {rec.candidate_ref}"
+    _, made = rec.tagged()
+    ctx.journal.release = (repo, made.value)
+    ref = engine.tag(ctx.cli, rec.candidate(), repo, made.value)
+    return replace(rec, release_ref=ref), StepStatus.PASSED, ref
 
 
 def dev_tag(ctx: Ctx, rec: BuildRecord, repo: str) -> Outcome:
@@ -270,10 +285,11 @@ def dev_tag(ctx: Ctx, rec: BuildRecord, repo: str) -> Outcome:
     o = ctx.plan.options
     value = srcplan.dev_tag(o.user, o.src)
     ctx.journal.release = (repo, value)
-    ref = engine.tag(ctx.cli, rec.candidate_id, repo, value)
+    ref = engine.tag(ctx.cli, rec.candidate(), repo, value)
     note = "dev tag: built from a local checkout (--src), labelled dirty, never a release tag"
     smoke = (rec.smoke or {}).get("status") or "skipped"
-    return replace(rec, tag=Tag(value, rec.tag.parts, (note,)), dev_ref=ref), "passed", f"{ref} (dev tag; smoke {smoke})"
+    _, made = rec.tagged()
+    return replace(rec, tag=Tag(value, made.parts, (note,)), dev_ref=ref), StepStatus.PASSED, f"{ref} (dev tag; smoke {smoke})"
 
 
 def push(ctx: Ctx, rec: BuildRecord) -> Outcome:
@@ -287,7 +303,7 @@ def push(ctx: Ctx, rec: BuildRecord) -> Outcome:
     if rec.candidate_digest and pushed != rec.candidate_digest:
         raise StepFailed(f"the registry stored {pushed} for {rec.release_ref}, not the validated {rec.candidate_digest}.")
     report_ref = push_report(ctx, rec)
-    return rec, "passed", f"{rec.release_ref}@{pushed}; report {report_ref}"
+    return rec, StepStatus.PASSED, f"{rec.release_ref}@{pushed}; report {report_ref}"
 
 
 def push_report(ctx: Ctx, rec: BuildRecord) -> str:
@@ -305,16 +321,21 @@ def push_report(ctx: Ctx, rec: BuildRecord) -> str:
 
 def report(ctx: Ctx, rec: BuildRecord) -> Outcome:
     """The report lists every step, itself included (written as it runs; its seconds are the writing's)."""
-    itself = StepRecord("report", "passed", 0.0, "this report")
-    folder = reports.write(ctx.plan, replace(rec, steps=(*rec.steps, itself)), ctx.cli, failed=False)
-    return rec, "passed", str(folder)
+    itself = StepRecord("report", StepStatus.PASSED, 0.0, "this report")
+    folder = reports.write(ctx.plan, observe(ctx.cli, replace(rec, steps=(*rec.steps, itself))), failed=False)
+    return rec, StepStatus.PASSED, str(folder)
 
 
-def _failed(rec: BuildRecord, message: str) -> StepFailed:
-    """A StepFailed that carries what the step learned, so the failed report shows it (the validation checks)."""
-    exc = StepFailed(message)
-    exc.partial = rec  # type: ignore[attr-defined]
-    return exc
+def observe(cli, rec: BuildRecord) -> BuildRecord:
+    """What the report says that only the engine and the clock know, into the record: the candidate's size,
+    layers and labels (when there is a candidate and an engine), and the time the run ended."""
+    image = None
+    if rec.candidate_id and cli is not None:
+        inspected = engine.inspect(cli, rec.candidate_id)
+        image = ImageSummary(inspected.get("Size"), tuple((inspected.get("RootFS") or {}).get("Layers", [])),
+                             dict((inspected.get("Config") or {}).get("Labels") or {}),
+                             tuple(engine.largest_layers(cli, rec.candidate_id)))
+    return replace(rec, image=image, finished=time.monotonic())
 
 
 def _tail(text: str, lines: int = 3) -> str:

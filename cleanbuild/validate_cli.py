@@ -8,8 +8,8 @@ from pathlib import Path
 
 from .boundary import guarded
 from .commands import validate
-from .plan import REPO_ROOT
 from .settings import Inputs, site_file
+from .spec import REPO_ROOT
 
 
 def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from typing import TypeGuard
 
-from patches.source import Drift, Edit, Source
+from patches.source import Drift, Edit, Node, Source
+
+Def = ast.FunctionDef | ast.AsyncFunctionDef  # a `def`, either kind: the patches read both alike
 
 MARK = "# atom-build({name}):"
 ARCH_WORD = "gfx"  # every AMD arch name (gfx942, gfx950, gfx1250) and aiter's get_gfx()
@@ -18,7 +21,7 @@ def marker(name: str, why: str) -> str:
     return f"{MARK.format(name=name)} {why}"
 
 
-def has_marker(src: Source, stmt: ast.stmt, name: str) -> bool:
+def has_marker(src: Source, stmt: Node, name: str) -> bool:
     return src.comment_above(stmt).startswith(MARK.format(name=name))
 
 
@@ -31,7 +34,7 @@ def marker_edit(src: Source, stmt: ast.stmt, name: str, why: str) -> Edit:
     return Edit(start, start, f"{marker(name, why)}\n{src.indent(stmt)}")
 
 
-def module_def(tree: ast.Module, name: str) -> ast.FunctionDef:
+def module_def(tree: ast.Module, name: str) -> Def:
     """The one module-level `def name`; Drift when absent or defined twice."""
     found = [node for node in tree.body if _is_def(node) and node.name == name]
     if len(found) != 1:
@@ -46,7 +49,7 @@ def module_binds(tree: ast.Module, name: str) -> bool:
     for node in tree.body:
         if isinstance(node, ast.Import | ast.ImportFrom):
             bound = [(a.asname or a.name).split(".")[0] for a in node.names]
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        elif isinstance(node, Def | ast.ClassDef):
             bound = [node.name]
         elif isinstance(node, ast.Assign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -82,6 +85,8 @@ def words(node: ast.AST) -> set[str]:
 
 def subscript_assign(stmt: ast.AST, var: str, key: str) -> ast.expr | None:
     """The value of `var["key"] = value` (or `var["key"]: T = value`), or None when stmt is not that."""
+    if not isinstance(stmt, ast.Assign | ast.AnnAssign):
+        return None
     target = assigned_target(stmt)
     if (
         isinstance(target, ast.Subscript)
@@ -122,13 +127,13 @@ def next_sibling(parent: ast.AST, stmt: ast.stmt) -> ast.stmt | None:
 # --- calls into module-level helpers ---------------------------------------------
 
 
-def module_defs(tree: ast.Module) -> dict[str, ast.FunctionDef]:
+def module_defs(tree: ast.Module) -> dict[str, Def]:
     return {node.name: node for node in tree.body if _is_def(node)}
 
 
 def called_module_defs(
     tree: ast.Module, node: ast.AST
-) -> Iterator[tuple[ast.FunctionDef, tuple[ast.AST, ...]]]:
+) -> Iterator[tuple[Def, tuple[ast.AST, ...]]]:
     """Module-level functions called by plain name under node, each with the
     ancestor chain of its call site (first call site only)."""
     defs, seen = module_defs(tree), set()
@@ -140,8 +145,8 @@ def called_module_defs(
                 yield helper, (*ancestors, call)
 
 
-def _is_def(node: ast.AST) -> bool:
-    return isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+def _is_def(node: ast.AST) -> TypeGuard[Def]:
+    return isinstance(node, Def)
 
 
 # --- arch branches ------------------------------------------------------------------

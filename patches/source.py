@@ -29,6 +29,22 @@ class Drift(Exception):
         self.expected = expected
 
 
+# The nodes that have a position in the text (ast.parse sets all four of their positions).
+Node = ast.stmt | ast.expr | ast.excepthandler | ast.arg | ast.keyword
+
+
+def end_line(node: Node) -> int:
+    if node.end_lineno is None:  # only a node built by hand, never one ast.parse made
+        raise ValueError(f"{type(node).__name__} at line {node.lineno} has no end position")
+    return node.end_lineno
+
+
+def _end_col(node: Node) -> int:
+    if node.end_col_offset is None:
+        raise ValueError(f"{type(node).__name__} at line {node.lineno} has no end position")
+    return node.end_col_offset
+
+
 class Source:
     def __init__(self, data: bytes, path: str = "<source>"):
         _check_utf8(data)
@@ -43,11 +59,11 @@ class Source:
     def offset(self, lineno: int, col: int) -> int:
         return self.line_starts[lineno - 1] + col
 
-    def span(self, node: ast.AST) -> tuple[int, int]:
+    def span(self, node: Node) -> tuple[int, int]:
         start = self.offset(node.lineno, node.col_offset)
-        return start, self.offset(node.end_lineno, node.end_col_offset)
+        return start, self.offset(end_line(node), _end_col(node))
 
-    def segment(self, node: ast.AST) -> str:
+    def segment(self, node: Node) -> str:
         start, end = self.span(node)
         return self.data[start:end].decode("utf-8")
 
@@ -66,11 +82,11 @@ class Source:
         """Offset just past the line ending of a 1-based line."""
         return self.line_starts[lineno] if lineno < len(self.line_starts) else len(self.data)
 
-    def indent(self, node: ast.AST) -> str:
+    def indent(self, node: Node) -> str:
         text = self.line(node.lineno)
         return text[: len(text) - len(text.lstrip())]
 
-    def comment_above(self, node: ast.AST) -> str:
+    def comment_above(self, node: Node) -> str:
         """The comment on the line just above a statement ("" when there is none)."""
         above = self.line(node.lineno - 1).strip()
         return above if above.startswith("#") else ""

@@ -88,9 +88,13 @@ class UpstreamReport:
     def exit_code(self) -> int:
         return 1 if self.report.drifted else 0
 
-    def fetched_for(self, target: str) -> Fetched | None:
+    def fetched_for(self, target: str) -> Fetched:
+        """The snapshot a target file came from (every patch targets a file of a fetched repository)."""
         repo = target.split("/", 1)[0]
-        return next((f for f in self.fetched if f.repo == repo), None)
+        found = next((f for f in self.fetched if f.repo == repo), None)
+        if found is None:
+            raise KeyError(f"no upstream snapshot of {repo!r} for {target}")
+        return found
 
     def to_json(self) -> dict:
         patches = []

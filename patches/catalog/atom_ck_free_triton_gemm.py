@@ -22,8 +22,16 @@ import ast
 import re
 
 from patches.engine import Patch, Plan, Step
-from patches.finders import has_marker, marker, marker_edit, module_binds, module_def, words
-from patches.source import Drift, Edit, Source
+from patches.finders import (
+    Def,
+    has_marker,
+    marker,
+    marker_edit,
+    module_binds,
+    module_def,
+    words,
+)
+from patches.source import Drift, Edit, Source, end_line
 
 NAME = "atom-ck-free-triton-gemm"
 LINEAR = "atom/model_ops/linear.py"
@@ -46,7 +54,7 @@ def plan_linear(src: Source) -> Plan:
         raise Drift(func.lineno, "use_triton_gemm()'s body on lines of its own")
     last = body[-1]
     if len(body) == 1 and isinstance(last, ast.Return) and last.value is not None:
-        return _or_ck_free(src, last, envs)
+        return _or_ck_free(src, last, last.value, envs)
     return _guard(src, func, body[0], envs)
 
 
@@ -66,17 +74,18 @@ def _envs_name(tree: ast.Module) -> str:
     raise Drift(1, "`envs` imported at module level (from atom.utils import envs)")
 
 
-def _body_without_docstring(func: ast.FunctionDef) -> list[ast.stmt]:
+def _body_without_docstring(func: Def) -> list[ast.stmt]:
     first = func.body[0]
-    docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-    return func.body[1:] if docstring and isinstance(first.value.value, str) else func.body
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+        return func.body[1:]
+    return func.body
 
 
-def _or_ck_free(src: Source, ret: ast.Return, envs: str) -> Plan:
-    """`return X` -> `return X or envs.ATOM_CK_FREE`: the smallest edit for the usual one-liner."""
-    value_start, value_end = src.span(ret.value)
+def _or_ck_free(src: Source, ret: ast.Return, value: ast.expr, envs: str) -> Plan:
+    """`return X` (value: X) -> `return X or envs.ATOM_CK_FREE`: the smallest edit for the usual one-liner."""
+    value_start, value_end = src.span(value)
     # Only these three bind more loosely than `or`; anything else takes " or ..." bare.
-    bracket = isinstance(ret.value, ast.IfExp | ast.Lambda | ast.NamedExpr)
+    bracket = isinstance(value, ast.IfExp | ast.Lambda | ast.NamedExpr)
     edits = [
         marker_edit(src, ret, NAME, WHY),
         Edit(value_end, value_end, f"{')' if bracket else ''} or {envs}.{VAR}"),
@@ -86,7 +95,7 @@ def _or_ck_free(src: Source, ret: ast.Return, envs: str) -> Plan:
     return Plan.rewrite(f"line {ret.lineno}: use_triton_gemm() also returns True for {VAR}=1", *edits)
 
 
-def _guard(src: Source, func: ast.FunctionDef, first: ast.stmt, envs: str) -> Plan:
+def _guard(src: Source, func: Def, first: ast.stmt, envs: str) -> Plan:
     """Several returns, or logic before the return: an early `return True` for
     CK-free covers every path without touching them."""
     indent = src.indent(first)
@@ -123,9 +132,11 @@ def plan_envs(src: Source) -> Plan:
 
 def _env_table(tree: ast.Module) -> ast.Dict:
     """The dict literal of `environment_variables = {...}` (annotated or not)."""
-    found = []
+    found: list[ast.Assign | ast.AnnAssign | ast.AugAssign] = []
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if not isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         if any(isinstance(t, ast.Name) and t.id == "environment_variables" for t in targets):
             found.append(node)
     if len(found) != 1 or not isinstance(found[0].value, ast.Dict):
@@ -136,15 +147,16 @@ def _env_table(tree: ast.Module) -> ast.Dict:
 def _insert_after(src: Source, key: ast.expr, value: ast.expr) -> Plan:
     indent = src.line(key.lineno)[: key.col_offset]
     _, value_end = src.span(value)
-    rest = src.data[value_end : src.line_end(value.end_lineno)].decode("utf-8")
+    last_line = end_line(value)
+    rest = src.data[value_end : src.line_end(last_line)].decode("utf-8")
     layout = re.fullmatch(r"[ \t]*(,?)[ \t]*(#.*)?\r?\n?", rest)
     if indent.strip() or not layout:
         raise Drift(key.lineno, "environment_variables entries one to a line")
-    at = src.line_end(value.end_lineno)
+    at = src.line_end(last_line)
     edits = [Edit(at, at, f"{indent}{marker(NAME, WHY)}\n{indent}{ENTRY}\n")]
     if not layout.group(1):  # the anchor was the last entry, written without a comma
         edits.append(Edit(value_end, value_end, ","))
-    return Plan.rewrite(f'line {value.end_lineno + 2}: adds {VAR} (default off, "1" is on)', *edits)
+    return Plan.rewrite(f'line {last_line + 2}: adds {VAR} (default off, "1" is on)', *edits)
 
 
 PATCH = Patch(

@@ -17,9 +17,17 @@ from __future__ import annotations
 
 import ast
 import builtins
+from typing import TypeGuard
 
 from patches.engine import Patch, Plan, Step
-from patches.finders import called_module_defs, has_marker, marker_edit, module_def, walk_with_ancestors
+from patches.finders import (
+    Def,
+    called_module_defs,
+    has_marker,
+    marker_edit,
+    module_def,
+    walk_with_ancestors,
+)
 from patches.source import Drift, Edit, Source
 
 NAME = "jit-core-runtime-error"
@@ -54,21 +62,21 @@ def plan(src: Source) -> Plan:
     )
 
 
-def _failure_helpers(tree: ast.Module, func: ast.FunctionDef) -> list[ast.FunctionDef]:
+def _failure_helpers(tree: ast.Module, func: Def) -> list[Def]:
     """Module-level functions an except block of func calls: where the failure
     path may have moved. Helpers called elsewhere (mp_lock, _jit_compile) are
     not the failure path, so their own exits are not ours to change."""
     handlers = [node for node in ast.walk(func) if isinstance(node, ast.ExceptHandler)]
-    found: dict[str, ast.FunctionDef] = {}
+    found: dict[str, Def] = {}
     for handler in handlers:
         for helper, _ in called_module_defs(tree, handler):
             found.setdefault(helper.name, helper)
     return list(found.values())
 
 
-def _exits(scope: ast.FunctionDef) -> list[tuple[ast.stmt, ast.ExceptHandler | None]]:
+def _exits(scope: Def) -> list[tuple[ast.Raise | ast.Expr, ast.ExceptHandler | None]]:
     """`raise SystemExit...` and `sys.exit(...)` statements, each with its innermost except handler."""
-    found = []
+    found: list[tuple[ast.Raise | ast.Expr, ast.ExceptHandler | None]] = []
     for node, ancestors in walk_with_ancestors(scope):
         if _is_system_exit(node):
             handlers = [a for a in ancestors if isinstance(a, ast.ExceptHandler)]
@@ -76,7 +84,7 @@ def _exits(scope: ast.FunctionDef) -> list[tuple[ast.stmt, ast.ExceptHandler | N
     return found
 
 
-def _is_system_exit(node: ast.AST) -> bool:
+def _is_system_exit(node: ast.AST) -> TypeGuard[ast.Raise | ast.Expr]:
     if isinstance(node, ast.Raise):
         return _class_name(node.exc) == "SystemExit"
     call = node.value if isinstance(node, ast.Expr) else None
@@ -98,7 +106,7 @@ def _class_name(exc: ast.expr | None) -> str | None:
 # --- already right ----------------------------------------------------------------------
 
 
-def _catchable_raises(tree: ast.Module, func: ast.FunctionDef, helpers: list) -> list[ast.Raise]:
+def _catchable_raises(tree: ast.Module, func: Def, helpers: list) -> list[ast.Raise]:
     """Raises on the failure path that an `except Exception` caller sees: in an
     except block of func, or anywhere in a helper that block calls."""
     found = []
@@ -143,17 +151,20 @@ def _is_exception_class(tree: ast.Module, name: str | None, depth: int = 0) -> b
 
 def _rewrite(src: Source, stmt: ast.stmt, handler: ast.ExceptHandler | None) -> Plan:
     edits = [marker_edit(src, stmt, NAME, WHY)]
-    if isinstance(stmt, ast.Raise):
+    if isinstance(stmt, ast.Raise) and stmt.exc is not None:
         exc_class = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
         edits.append(Edit(*src.span(exc_class), "RuntimeError"))
         chained = stmt.cause is not None
         what = "raise SystemExit"
-    else:  # sys.exit(message) -> raise RuntimeError(message)
+    elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        # sys.exit(message) -> raise RuntimeError(message)
         start, _ = src.span(stmt)
         edits.append(Edit(start, start, "raise "))
         edits.append(Edit(*src.span(stmt.value.func), "RuntimeError"))
         chained = False
         what = "sys.exit()"
+    else:  # _exits finds nothing else
+        raise Drift(stmt.lineno, "`raise SystemExit(...)` or `sys.exit(...)`")
     if not chained:
         # Chain from the build error so its traceback survives the re-raise.
         edits.extend(_chain(src, stmt, handler))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 
 from patches.engine import Patch, Plan, Step
-from patches.finders import marker, module_binds, module_def
+from patches.finders import Def, marker, module_binds, module_def
 from patches.source import Drift, Edit, Source
 
 NAME = "no-asm-gemm-gfx950"
@@ -67,7 +67,7 @@ def plan(src: Source) -> Plan:
     )
 
 
-def _first_line(src: Source, func: ast.FunctionDef) -> int:
+def _first_line(src: Source, func: Def) -> int:
     """Where the helper goes: above the decorators and the comment block that
     belongs to them, so that comment stays next to what it describes."""
     line = min([func.lineno] + [d.lineno for d in func.decorator_list])

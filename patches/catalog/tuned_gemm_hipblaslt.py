@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from patches.engine import Patch, Plan, Step
 from patches.finders import (
+    Def,
     arch_branch,
     assigned_target,
     block_of,
@@ -83,7 +84,7 @@ def _unreadable(generic: list[Default]) -> str:
 # --- finding the defaults -------------------------------------------------------------
 
 
-def find_defaults(tree: ast.Module, func: ast.FunctionDef) -> list[Default]:
+def find_defaults(tree: ast.Module, func: Def) -> list[Default]:
     """Every libtype assignment in func and in the module-level helpers it calls
     (transitively); a helper called from an arch branch is special as a whole."""
     found, todo, seen = [], [(func, False)], {func.name}
@@ -119,16 +120,16 @@ def _libtype_and_var(stmt: ast.stmt) -> tuple[ast.expr, ast.expr | None, str | N
     var = (
         target.value.id if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) else None
     )
-    if var is not None and subscript_assign(stmt, var, "libtype") is not None:
-        return stmt.value, None, var  # cfg["libtype"] = "torch"
-    if isinstance(target, ast.Name):
+    value = subscript_assign(stmt, var, "libtype") if var is not None else None
+    if value is not None:
+        return value, None, var  # cfg["libtype"] = "torch"
+    if isinstance(target, ast.Name) and isinstance(stmt, ast.Assign | ast.AnnAssign):
         mapping, var = _mapping(stmt.value), target.id  # cfg = {...} / cfg: dict = {...}
     elif isinstance(stmt, ast.Return) and stmt.value is not None:
         mapping, var = _mapping(stmt.value), None  # return {...}
-    elif _is_update(stmt):
-        call = stmt.value
+    elif (update := _update(stmt)) is not None:
+        call, var = update  # cfg.update({...}) / cfg.update(libtype=...)
         mapping = _mapping(call.args[0]) if call.args else _keywords(call)
-        var = call.func.value.id  # cfg.update({...}) / cfg.update(libtype=...)
     else:
         return None
     if mapping is None or "libtype" not in mapping:
@@ -153,15 +154,18 @@ def _keywords(call: ast.Call) -> dict[str, ast.expr]:
     return {kw.arg: kw.value for kw in call.keywords if kw.arg is not None}
 
 
-def _is_update(stmt: ast.stmt) -> bool:
+def _update(stmt: ast.stmt) -> tuple[ast.Call, str] | None:
+    """(the call, the variable) of `var.update(...)` with at least one argument; None for anything else."""
     call = stmt.value if isinstance(stmt, ast.Expr) else None
-    return (
+    if (
         isinstance(call, ast.Call)
         and isinstance(call.func, ast.Attribute)
         and call.func.attr == "update"
         and isinstance(call.func.value, ast.Name)
         and len(call.args) + len(call.keywords) >= 1
-    )
+    ):
+        return call, call.func.value.id
+    return None
 
 
 def _sibling_solidx(parent: ast.AST, stmt: ast.stmt, var: str) -> ast.expr | None:

@@ -24,7 +24,8 @@ from rich.console import Console
 from cleanbuild import audit, engine, prepare, profiles
 from cleanbuild.arch import Arch
 from cleanbuild.errors import EnvironmentProblem
-from cleanbuild.plan import Options, RunSpec, make_plan
+from cleanbuild.plan import make_plan
+from cleanbuild.spec import Options, RunSpec
 
 pytestmark = pytest.mark.docker
 

@@ -8,7 +8,7 @@ import pytest
 from audit_helpers import REPO, apply_patches, make_context
 from rich.console import Console
 
-from cleanbuild import audit
+from cleanbuild import audit, engine
 from cleanbuild.errors import EnvironmentProblem, UsageError
 from validation.audit import run
 
@@ -78,7 +78,7 @@ def test_probe_spec_mounts_read_only_and_keeps_the_images_pythonpath(tmp_path):
 
 def test_sealed_container_options():
     spec = audit.probe_spec(audit.check_inputs(None, None, (1,)), {}, REPO, "R", "python3", want_csv=False)
-    kwargs = audit._sealed_kwargs(spec)
+    kwargs = engine._sealed_kwargs(spec)
     assert (kwargs["read_only"], kwargs["tmpfs"], kwargs["entrypoint"], kwargs["network_mode"]) == (
         True, {"/tmp": "rw,nosuid,size=256m"}, [], "none")
     assert [(m["Source"], m["Target"], m["ReadOnly"]) for m in kwargs["mounts"]] == [

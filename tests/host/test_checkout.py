@@ -21,6 +21,7 @@ from cleanbuild import plan as P
 from cleanbuild import profiles, srcplan
 from cleanbuild.arch import Arch
 from cleanbuild.errors import UsageError
+from cleanbuild.spec import Options
 from tests.support.gitrepos import commit_all, git
 from tests.support.upstream import AITER_HEAD, AITER_PIN, upstream_dir
 
@@ -237,7 +238,7 @@ def test_real_aiter_pin_is_an_ancestor_of_main(aiter_clone):
 # ---- the plan -------------------------------------------------------------------------------------------------
 
 def plan_with(*src: C.Checkout) -> P.Plan:
-    return P.make_plan(profiles.load("offline"), P.Options(arch=Arch.GFX950, ck_free=True, src=src))
+    return P.make_plan(profiles.load("offline"), Options(arch=Arch.GFX950, ck_free=True, src=src))
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ import pytest
 from cleanbuild import components, dockerfile, lockfile, profiles
 from cleanbuild import plan as P
 from cleanbuild.arch import Arch
+from cleanbuild.spec import Options
 from tests.support.upstream import AITER_HEAD, ATOM_HEAD
 
 ALL = {"builder", "builder-git", "torch", "triton", "deps", "sdists", "atom", "aiter", "mori", "installer", "wheels", "venv", "atom-layer",
@@ -20,7 +21,7 @@ DOWNSTREAM_OF_AITER = {"aiter", "wheels", "clean", "candidate"}
 
 
 def keys(profile="offline", overrides=None, path=None, **kw) -> dict[str, str]:
-    opts = P.Options(arch=kw.pop("arch", Arch.GFX950), ck_free=kw.pop("ck_free", True), **kw)
+    opts = Options(arch=kw.pop("arch", Arch.GFX950), ck_free=kw.pop("ck_free", True), **kw)
     plan = P.make_plan(profiles.load(profile, overrides, path), opts)
     return {u.name: u.key for u in plan.units}
 

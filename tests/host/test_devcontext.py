@@ -14,6 +14,7 @@ from cleanbuild import plan as P
 from cleanbuild.arch import Arch
 from cleanbuild.checkout import resolve
 from cleanbuild.errors import StepFailed
+from cleanbuild.spec import Options
 from tests.support.gitrepos import commit_all, git
 
 
@@ -31,7 +32,7 @@ def checkout(tmp_path) -> tuple[Path, str]:
 
 
 def plan_for(tmp_path: Path, *src) -> P.Plan:
-    options = P.Options(arch=Arch.GFX950, ck_free=True, cache_dir=tmp_path / "cache", src=src)
+    options = Options(arch=Arch.GFX950, ck_free=True, cache_dir=tmp_path / "cache", src=src)
     return P.make_plan(profiles.load("offline"), options)
 
 

@@ -10,9 +10,9 @@ import pytest
 import requests
 
 import docker
-from cleanbuild import engine, metadata
+from cleanbuild import audit, engine, metadata, reproduce
 from cleanbuild.errors import EnvironmentProblem, StepFailed, UsageError
-from cleanbuild.plan import RunSpec
+from cleanbuild.spec import RunSpec
 
 
 @engine._boundary
@@ -73,8 +73,8 @@ class FakeContainer:
     def logs(self, stdout, stderr):
         return b"out \xff\n"
 
-    def remove(self, force):
-        self.log.append("remove")
+    def remove(self, force, **kwargs):
+        self.log.append("remove" + ("+volumes" if kwargs.get("v") else ""))
 
 
 class FakeClient:
@@ -228,3 +228,44 @@ def test_find_by_key_finds_nothing_when_no_image_has_the_key():
     assert engine.find_by_key(_Cli([]), "venv", "k1", "atom-build/venv:k1") is None
     assert engine.images_by_key(_Cli([OLDER, NEWER]), "venv", "k1") == [
         ("sha256:new", ("127.0.0.1:5000/x/venv:k1",)), ("sha256:old", ("atom-build/venv:k1",))]
+
+
+SEALED = RunSpec(step="audit", name="atom-audit-r1-python", command=("python", "-m", "validation.audit"),
+                 mounts=(("/src/validation", "/opt/atom-audit/validation", "ro"),), workdir="/opt/atom-audit")
+
+
+def test_a_sealed_run_is_read_only_root_without_entrypoint_and_removes_its_volumes(capsys):
+    log: list = []
+    cli = FakeClient(FakeContainer(log))
+    result = engine.run_container(cli, "any/image", SEALED, sealed=True)
+    kwargs = cli.created[0][2]
+    assert (kwargs["read_only"], kwargs["entrypoint"], kwargs["user"], kwargs["security_opt"]) == (
+        True, [], "0:0", ["no-new-privileges"])
+    assert (result.exit_code, log) == (3, ["start", "remove+volumes"])
+    assert capsys.readouterr().err.startswith("+ docker run --rm --read-only --tmpfs /tmp --entrypoint '' --user 0:0")
+
+
+def test_a_sealed_run_of_a_missing_executable_is_missing_executable_and_removed(capsys):
+    log: list = []
+    error = docker.errors.APIError('exec: "python": executable file not found in $PATH')
+    with pytest.raises(engine.MissingExecutable):
+        engine.run_container(FakeClient(FakeContainer(log, start_error=error)), "img", SEALED, sealed=True)
+    assert log == ["start", "remove+volumes"]
+
+
+def test_audit_tries_the_next_python_name_when_one_is_missing(capsys):
+    error = docker.errors.APIError('exec: "python": executable file not found in $PATH')
+    assert audit.run_sealed(FakeClient(FakeContainer([], start_error=error)), "img", SEALED) is None
+
+
+def test_venv_records_come_from_the_last_line_the_image_prints(capsys):
+    class Printing(FakeContainer):
+        def wait(self, timeout):
+            return {"StatusCode": 0}
+
+        def logs(self, stdout, stderr):
+            return b'a warning on stderr\n{"records": {}, "files": ["bin/python"]}\n'
+
+    cli = FakeClient(Printing([]))
+    assert reproduce.venv_facts(cli, "clean:img") == {"records": {}, "files": ["bin/python"]}
+    assert (cli.created[0][1][:2], cli.created[0][2]["network_mode"]) == (["python", "-c"], "none")

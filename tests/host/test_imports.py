@@ -213,6 +213,11 @@ def test_relative_and_other_imports_are_not_aiter_imports():
     assert check("from .sibling import x\nimport aiterx\nfrom aiter_tools import y\n").checked == 0
 
 
+def test_a_bare_except_beside_a_typed_one_guards_its_imports():
+    source = "try:\n    from aiter.gone import x\nexcept ValueError:\n    pass\nexcept:\n    pass\n"
+    assert missing(check(source)) == []
+
+
 def test_a_file_that_does_not_parse_is_skipped():
     assert check("def (:\n").checked == 0
 

@@ -11,10 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild import buildx, engine, pipeline, profiles
+from cleanbuild import buildx, engine, pipeline, profiles, report
 from cleanbuild.arch import Arch
+from cleanbuild.errors import StepFailed
 from cleanbuild.metadata import RUN_LABEL
-from cleanbuild.plan import Options, make_plan
+from cleanbuild.plan import make_plan
+from cleanbuild.record import StepFailedWith
+from cleanbuild.spec import Options
 
 
 class FakeContainer:
@@ -91,3 +94,20 @@ def test_ctrl_c_during_export_leaves_no_wheel_under_its_final_name(tmp_path, mon
         buildx.export(plan.wheels, replace(plan.options, run_id="x"), target)
     assert not target.exists()
     assert list(tmp_path.glob(".export.partial-*")) == []  # the half-written folder is gone too
+
+
+def test_a_failed_step_hands_what_it_learned_to_the_failed_report(tmp_path, monkeypatch):
+    """StepFailedWith carries the record the step had made (validation's checks) into cleanup's failed report."""
+    monkeypatch.setattr(report, "REPORTS", tmp_path / "reports")
+    checks = {"checks": [{"name": "gemm", "status": "failed", "reason": "cosine 0.2"}]}
+
+    def failing(ctx, rec):
+        raise StepFailedWith("validation failed inside the image: gemm", replace(rec, validation=checks))
+
+    monkeypatch.setitem(pipeline.STEPS, "validate", failing)
+    plan = make_plan(profiles.load("offline"), Options(arch=Arch.GFX942, run_id="r9", cache_dir=tmp_path / "cache"))
+    with pytest.raises(StepFailed, match="validation failed inside the image"):
+        pipeline.run(plan, FakeEngine(), ("validate",))
+    data = json.loads((tmp_path / "reports" / "atom-gfx942" / "r9-failed" / "report.json").read_text())
+    assert (data["validation"], data["validation_status"]) == (checks, "failed")
+    assert [(s["name"], s["status"]) for s in data["steps"]] == [("validate", "failed")]

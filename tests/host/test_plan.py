@@ -8,18 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild import metadata, profiles, steps
+from cleanbuild import buildx, dockerfile, metadata, profiles, steps
 from cleanbuild import plan as P
 from cleanbuild.arch import Arch
 from cleanbuild.errors import UsageError
 from cleanbuild.record import BuildRecord
+from cleanbuild.spec import DOCKER_DIR, Options, cache_flags
 from tests.support.upstream import AITER_HEAD
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def make(profile="default", overrides=None, path=None, **kw):
-    opts = P.Options(arch=kw.pop("arch", Arch.GFX942), **kw)
+    opts = Options(arch=kw.pop("arch", Arch.GFX942), **kw)
     return P.make_plan(profiles.load(profile, overrides, path), opts)
 
 
@@ -31,7 +32,7 @@ def wheels_args(plan) -> dict[str, str]:
 def docker_copy(tmp_path, monkeypatch) -> Path:
     """docker/ copied to tmp_path and made the planner's DOCKER_DIR, so a test may change its bytes."""
     folder = tmp_path / "docker"
-    shutil.copytree(P.DOCKER_DIR, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(DOCKER_DIR, folder, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(P, "DOCKER_DIR", folder)
     return folder
 
@@ -152,23 +153,23 @@ def test_patch_builds_on_the_clean_image():
 def test_every_build_arg_is_declared_by_its_dockerfile(profile, arch, ck_free):
     plan = make(profile, arch=arch, ck_free=ck_free)
     for spec in plan.builds:
-        undeclared = {k for k, _ in spec.build_args} - P.dockerfile_args(spec.dockerfile)
+        undeclared = {k for k, _ in spec.build_args} - dockerfile.declared_args(spec.dockerfile)
         assert undeclared == set(), spec.step
-        P.check_build_args(spec)
+        buildx.check_build_args(spec)
 
 
 def test_an_undeclared_build_arg_is_refused():
     spec = make().wheels
     spec = dataclasses.replace(spec, build_args=(*spec.build_args, ("AITER_BRANCH", "main")))
     with pytest.raises(UsageError) as info:
-        P.check_build_args(spec)
+        buildx.check_build_args(spec)
     assert "Dockerfile.wheels does not consume build argument(s) AITER_BRANCH" in str(info.value)
 
 
 def test_dockerfile_args_reads_global_and_stage_args(tmp_path):
     path = tmp_path / "Dockerfile"
     path.write_text("ARG BASE_IMAGE\nFROM ${BASE_IMAGE} AS a\n  ARG GPU_ARCH=gfx942\nRUN echo ARG NOT_ONE\n")
-    assert P.dockerfile_args(path) == {"BASE_IMAGE", "GPU_ARCH"}
+    assert dockerfile.declared_args(path) == {"BASE_IMAGE", "GPU_ARCH"}
 
 
 @pytest.mark.parametrize("value,expected", [("false", "0"), ("0", "0"), ("true", "1")])
@@ -337,39 +338,39 @@ def test_commands_end_with_the_release_tag():
     ("ghcr.io/org/atom-build", True), ("registry:5000/x", True),
 ])
 def test_a_registry_is_remote_when_it_names_a_host(registry, remote):
-    assert P.Options(arch=Arch.GFX942, registry=registry).remote is remote
+    assert Options(arch=Arch.GFX942, registry=registry).remote is remote
 
 
 def test_no_cache_flags_for_a_local_registry():
     plan = make()
-    assert P.cache_flags(plan.wheels, plan.options) == ()
+    assert cache_flags(plan.wheels, plan.options) == ()
 
 
 def test_inline_cache_for_a_remote_registry():
     plan = make(registry="localhost:5000/ab")
     repo = "localhost:5000/ab/wheels"
-    assert P.cache_flags(plan.wheels, plan.options) == (
+    assert cache_flags(plan.wheels, plan.options) == (
         "--cache-to", "type=inline", "--cache-from", plan.wheels.image, "--cache-from", f"{repo}:gfx942-ck-latest")
 
 
 def test_registry_cache_exports_every_stage():
     plan = make(registry="localhost:5000/ab", cache="registry", ck_free=True)
     ref = "type=registry,ref=localhost:5000/ab/clean:gfx942-ckfree-buildcache"
-    assert P.cache_flags(plan.clean, plan.options) == ("--cache-from", ref, "--cache-to", f"{ref},mode=max")
+    assert cache_flags(plan.clean, plan.options) == ("--cache-from", ref, "--cache-to", f"{ref},mode=max")
 
 
 def test_the_containerd_store_exports_every_stage_to_a_remote_registry_by_default():
     plan = make(registry="localhost:5000/ab", ck_free=True)
     ref = "type=registry,ref=localhost:5000/ab/clean:gfx942-ckfree-buildcache"
-    assert P.cache_flags(plan.clean, plan.options, containerd_store=True) == (
+    assert cache_flags(plan.clean, plan.options, containerd_store=True) == (
         "--cache-from", ref, "--cache-to", f"{ref},mode=max")
 
 
 def test_the_containerd_store_adds_no_cache_for_a_local_registry():
     plan = make()
-    assert P.cache_flags(plan.clean, plan.options, containerd_store=True) == ()
+    assert cache_flags(plan.clean, plan.options, containerd_store=True) == ()
 
 
 def test_cache_none_turns_it_off_for_a_remote_registry():
     plan = make(registry="localhost:5000/ab", cache="none")
-    assert P.cache_flags(plan.wheels, plan.options) == ()
+    assert cache_flags(plan.wheels, plan.options) == ()

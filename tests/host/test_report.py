@@ -6,13 +6,15 @@ import json
 
 import pytest
 
-from cleanbuild import metadata, profiles, report
+from cleanbuild import metadata, profiles, report, steps
 from cleanbuild import plan as P
 from cleanbuild.arch import Arch
-from cleanbuild.record import BuildRecord, StepRecord, Wheels, clean_labels
+from cleanbuild.record import BuildRecord, StepRecord, StepStatus, Wheels, clean_labels
+from cleanbuild.spec import Options
 from tests.support.upstream import AITER_PIN
 
-STEPS = (StepRecord("preflight", "passed", 0.1, "engine 26.1"), StepRecord("wheels", "failed", 2.0, "boom"))
+STEPS = (StepRecord("preflight", StepStatus.PASSED, 0.1, "engine 26.1"),
+         StepRecord("wheels", StepStatus.FAILED, 2.0, "boom"))
 
 
 @pytest.fixture
@@ -22,12 +24,12 @@ def reports(tmp_path, monkeypatch):
 
 
 def offline_plan(**kw) -> P.Plan:
-    return P.make_plan(profiles.load("offline"), P.Options(arch=Arch.GFX942, run_id="r1", **kw))
+    return P.make_plan(profiles.load("offline"), Options(arch=Arch.GFX942, run_id="r1", **kw))
 
 
 def test_a_failed_run_writes_its_report_under_the_run_id(reports):
     rec = BuildRecord(run_id="r1", started=0.0, started_at="2026-11-29T00:00:00+00:00", steps=STEPS)
-    folder = report.write(offline_plan(), rec, None, failed=True, error="the wheels build failed")
+    folder = report.write(offline_plan(), rec, failed=True, error="the wheels build failed")
     data = json.loads((folder / "report.json").read_text())
     assert folder == reports / "atom-gfx942" / "r1-failed"
     assert (data["status"], data["error"], [s["name"] for s in data["steps"]]) == (
@@ -35,10 +37,17 @@ def test_a_failed_run_writes_its_report_under_the_run_id(reports):
     assert "- status: failed (the wheels build failed)" in (folder / "report.md").read_text()
 
 
+def test_step_statuses_are_plain_strings_in_the_report(reports):
+    rec = BuildRecord(run_id="r1", started=0.0, started_at="now", steps=STEPS)
+    folder = report.write(offline_plan(), rec, failed=True)
+    assert [s["status"] for s in json.loads((folder / "report.json").read_text())["steps"]] == ["passed", "failed"]
+    assert "| preflight | passed | 0.1 | engine 26.1 |" in (folder / "report.md").read_text()
+
+
 def test_rewriting_a_report_leaves_no_temporary_folder(reports):
     rec = BuildRecord(run_id="r1", started=0.0, started_at="now", steps=STEPS)
-    report.write(offline_plan(), rec, None, failed=True)
-    report.write(offline_plan(), rec, None, failed=True)
+    report.write(offline_plan(), rec, failed=True)
+    report.write(offline_plan(), rec, failed=True)
     assert sorted(p.name for p in (reports / "atom-gfx942").iterdir()) == ["r1-failed"]
 
 
@@ -49,7 +58,7 @@ def test_offline_report_lists_each_substitution_once():
 
 
 def test_default_report_lists_no_substitution():
-    plan = P.make_plan(profiles.load("default"), P.Options(arch=Arch.GFX942))
+    plan = P.make_plan(profiles.load("default"), Options(arch=Arch.GFX942))
     assert report._substitutes(plan) == []
 
 
@@ -75,13 +84,13 @@ COVERAGE_WARNING = {"checks": [{"name": "gemm-hipblaslt", "status": "passed", "r
 
 def test_a_coverage_warning_is_the_validation_status_of_the_report(reports):
     rec = BuildRecord(run_id="r1", started=0.0, started_at="now", steps=STEPS, validation=COVERAGE_WARNING)
-    folder = report.write(offline_plan(), rec, None, failed=False)
+    folder = report.write(offline_plan(), rec, failed=False)
     assert json.loads((folder / "report.json").read_text())["validation_status"] == "warning"
 
 
 def test_the_markdown_report_shows_the_warning_status_and_its_reason(reports):
     rec = BuildRecord(run_id="r1", started=0.0, started_at="now", steps=STEPS, validation=COVERAGE_WARNING)
-    text = (report.write(offline_plan(), rec, None, failed=False) / "report.md").read_text()
+    text = (report.write(offline_plan(), rec, failed=False) / "report.md").read_text()
     assert "- status: warning\n" in text
     assert "| tuned-csv-coverage | warning | warning: tp8: 0/70 shapes covered (0.0%) for gfx942 cu_num 304 |" in text
 
@@ -96,3 +105,31 @@ def test_validation_status_is_the_worst_check(statuses, expected):
 
 def test_validation_status_without_a_run():
     assert report.validation_status(None) == "not run"
+
+
+class FakeApi:
+    """The two engine calls the report's facts come from: inspect_image and history."""
+
+    def inspect_image(self, ref):
+        return {"Size": 2**30, "RootFS": {"Layers": ["sha256:a", "sha256:b"]}, "Config": {"Labels": {"k": "v"}}}
+
+    def history(self, ref):
+        return [{"Size": 5, "CreatedBy": "small"}, {"Size": 9, "CreatedBy": "big"}]
+
+
+class FakeClient:
+    api = FakeApi()
+
+
+def test_the_report_takes_the_image_facts_the_record_holds(reports):
+    rec = BuildRecord(run_id="r1", started=10.0, started_at="now", steps=STEPS, candidate_id="sha256:c")
+    data = report.build(offline_plan(), steps.observe(FakeClient(), rec), failed=False)
+    assert (data["image_size_bytes"], data["layers"], data["labels"]) == (2**30, ["sha256:a", "sha256:b"], {"k": "v"})
+    assert data["largest_layers"] == [{"size": 9, "created_by": "big"}, {"size": 5, "created_by": "small"}]
+    assert data["total_seconds"] > 0
+
+
+def test_without_an_engine_the_report_has_no_image_facts(reports):
+    rec = BuildRecord(run_id="r1", started=0.0, started_at="now", steps=STEPS, candidate_id="sha256:c")
+    data = report.build(offline_plan(), steps.observe(None, rec), failed=True)
+    assert (data["image_size_bytes"], data["layers"], data["largest_layers"], data["labels"]) == (None, [], [], {})

@@ -9,7 +9,14 @@ import pytest
 from cleanbuild import settings
 from cleanbuild.arch import Arch
 from cleanbuild.errors import UsageError
-from cleanbuild.settings import Inputs, load_profile, options, pick, registry, site_config
+from cleanbuild.settings import (
+    Inputs,
+    load_profile,
+    options,
+    pick,
+    registry,
+    site_config,
+)
 
 A40, B40, C40 = "a" * 40, "b" * 40, "c" * 40
 

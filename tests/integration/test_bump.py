@@ -10,7 +10,14 @@ import pytest
 
 from cleanbuild import engine, pipeline
 from cleanbuild.plan import make_plan
-from tests.support.builds import AITER_BUMP, ATOM_BUMP, REPO, bumped_profile, forget, only_in
+from tests.support.builds import (
+    AITER_BUMP,
+    ATOM_BUMP,
+    REPO,
+    bumped_profile,
+    forget,
+    only_in,
+)
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.network]
 BUILD = ("preflight", "prepare", "wheels", "clean", "patch")

@@ -14,7 +14,7 @@ import pytest
 from cleanbuild import engine
 from cleanbuild import gpu as G
 from cleanbuild.errors import EnvironmentProblem
-from cleanbuild.plan import RunSpec
+from cleanbuild.spec import RunSpec
 
 pytestmark = pytest.mark.docker
 

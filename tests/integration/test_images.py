@@ -243,7 +243,7 @@ def test_clean_refuses_a_tampered_hash(docker_engine, offline_builds, tmp_path, 
     (tmp_path / name).write_text(text.replace(line, line.split("--hash=sha256:")[0] + "--hash=sha256:" + "0" * 64))
     (tmp_path / "Dockerfile").write_text(f"FROM {built.wheels}\nCOPY {name} /wheels/common/{name}\n")
     tag = f"atom-build/wheels:tampered-{tampered}-test"
-    from cleanbuild.plan import BuildSpec
+    from cleanbuild.spec import BuildSpec
 
     build_with(BuildSpec("tamper", tmp_path / "Dockerfile", tmp_path, None, (), tag), built.plan.options)
     try:

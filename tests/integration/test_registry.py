@@ -20,7 +20,14 @@ from cleanbuild import commands, engine, pipeline
 from cleanbuild.errors import StepFailed
 from cleanbuild.plan import make_plan
 from cleanbuild.settings import Inputs
-from tests.support.builds import ATOM_BUMP, REPO, bumped_profile, forget, offline_plan, only_in
+from tests.support.builds import (
+    ATOM_BUMP,
+    REPO,
+    bumped_profile,
+    forget,
+    offline_plan,
+    only_in,
+)
 from tests.support.tiny_model import make_tiny_model
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

@@ -6,7 +6,15 @@ import io
 import tokenize
 
 import pytest
-from patch_helpers import ENVS, JIT_CORE, LINEAR, TUNED_GEMM, fixture_bytes, make_root, snapshot
+from patch_helpers import (
+    ENVS,
+    JIT_CORE,
+    LINEAR,
+    TUNED_GEMM,
+    fixture_bytes,
+    make_root,
+    snapshot,
+)
 
 from patches import engine
 from patches.catalog import PATCHES, by_name

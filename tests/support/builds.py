@@ -12,9 +12,10 @@ from pathlib import Path
 
 from cleanbuild import engine, pipeline, prepare, profiles
 from cleanbuild.arch import Arch
-from cleanbuild.plan import Options, Plan, make_plan
+from cleanbuild.plan import Plan, make_plan
 from cleanbuild.record import BuildRecord
 from cleanbuild.settings import ca_bundle
+from cleanbuild.spec import Options
 
 REPO = Path(__file__).resolve().parents[2]
 SESSION_RUN = "itest"

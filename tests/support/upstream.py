@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from cleanbuild.imports import Tree
+from cleanbuild.spec import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 ENV = "ATOM_BUILD_UPSTREAM"
 DEFAULT = REPO_ROOT.parent / "shared" / "upstream"
 

@@ -5,7 +5,12 @@ import torch
 
 from validation import fp8
 from validation.kernels.triton_gemm import scaled_gemm
-from validation.kernels.triton_moe import align_by_expert, fused_moe, reference_moe, route
+from validation.kernels.triton_moe import (
+    align_by_expert,
+    fused_moe,
+    reference_moe,
+    route,
+)
 from validation.metrics import compare
 
 

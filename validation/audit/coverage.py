@@ -14,7 +14,14 @@ from validation.archs import ARCHS
 from validation.audit import pyenv
 from validation.audit.context import OK, UNKNOWN, WARNING, Context, Finding
 from validation.models import M_BUCKETS, gemm_shapes, load_config
-from validation.tuned_csv import COVERAGE_WARN_BELOW, CsvError, coverage, index, tuned_paths, write_untuned
+from validation.tuned_csv import (
+    COVERAGE_WARN_BELOW,
+    CsvError,
+    coverage,
+    index,
+    tuned_paths,
+    write_untuned,
+)
 
 SHOW = 4
 

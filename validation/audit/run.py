@@ -6,7 +6,17 @@ import platform
 import sys
 import time
 
-from validation.audit import SCHEMA, arch_env, code, coverage, hygiene, kernels, leftovers, pyenv, versions
+from validation.audit import (
+    SCHEMA,
+    arch_env,
+    code,
+    coverage,
+    hygiene,
+    kernels,
+    leftovers,
+    pyenv,
+    versions,
+)
 from validation.audit.context import PRESENT, UNKNOWN, Context, Finding
 
 # Table order: what decides correctness first, hygiene last.

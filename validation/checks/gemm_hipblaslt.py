@@ -14,7 +14,13 @@ import torch.nn.functional as F
 from validation import aiter_dispatch, aiter_lookup
 from validation.aiter_dispatch import HIPBLASLT, TORCH, Call
 from validation.aiter_probe import try_import
-from validation.checks.common import GPU_SHAPES, fp8_operands, operands, reference, shapes
+from validation.checks.common import (
+    GPU_SHAPES,
+    fp8_operands,
+    operands,
+    reference,
+    shapes,
+)
 from validation.checks.context import Context
 from validation.metrics import compare
 from validation.report import Case, CheckResult

@@ -8,7 +8,13 @@ import torch
 
 from validation.checks.context import Context
 from validation.device import interpreting
-from validation.lds import aiter_config_files, configs_in, dtype_bytes, estimate, load_json
+from validation.lds import (
+    aiter_config_files,
+    configs_in,
+    dtype_bytes,
+    estimate,
+    load_json,
+)
 from validation.report import Case, CheckResult
 
 NAME = "lds-budget"

@@ -9,7 +9,14 @@ from __future__ import annotations
 from validation.checks.context import Context
 from validation.models import M_BUCKETS, gemm_shapes, load_config
 from validation.report import FAILED, PASSED, WARNING, Case, CheckResult
-from validation.tuned_csv import COVERAGE_WARN_BELOW, CsvError, coverage, index, tuned_paths, write_untuned
+from validation.tuned_csv import (
+    COVERAGE_WARN_BELOW,
+    CsvError,
+    coverage,
+    index,
+    tuned_paths,
+    write_untuned,
+)
 
 NAME = "tuned-csv-coverage"
 SHOW_MISSING = 5

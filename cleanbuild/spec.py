@@ -1,0 +1,139 @@
+"""The shared types at the foundation: what a build is asked for (Options), one build (BuildSpec), one container
+run (RunSpec), what the engine can do (EngineFacts), and where this checkout is (REPO_ROOT).
+
+The planner (cleanbuild.plan) makes them; the engine, buildx, the steps and the report take them. This module
+imports nothing above it, so the Docker boundary does not depend on the planner.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from validation.archs import CK_MODES
+
+from . import metadata
+from .arch import Arch
+from .checkout import Checkout
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DOCKER_DIR = REPO_ROOT / "docker"
+
+
+@dataclass(frozen=True)
+class Options:
+    arch: Arch
+    ck_free: bool = False
+    builder: str | None = None
+    progress: str = "auto"
+    ca_bundle: Path | None = None
+    model: Path | None = None
+    allow_no_smoke: bool = False
+    user: str = "user"
+    date: str = "19700101"
+    registry: str = "atom-build"
+    run_id: str = "plan"
+    repo_root: Path = REPO_ROOT
+    cache_dir: Path = REPO_ROOT / ".cache"
+    validation_device: str | None = None  # `nox -s validate --device`: overrides the profile's
+    gpus: tuple[int, ...] | None = None  # --gpu: the GPUs GPU steps get (None: all)
+    container_user: str | None = None  # --user for GPU containers (None: the image's user)
+    cache: str = "auto"  # build cache through the registry: auto (inline when the registry is remote), inline, registry, none
+    src: tuple[Checkout, ...] = ()  # --src: local checkouts, resolved (cleanbuild.checkout)
+
+    @property
+    def remote(self) -> bool:
+        """A registry prefix with a host (registry.example:5000/atom-build): images are pulled and pushed there."""
+        first, sep, _ = self.registry.partition("/")
+        return bool(sep) and ("." in first or ":" in first or first == "localhost")
+
+    @property
+    def run_dir(self) -> Path:
+        return self.cache_dir / "runs" / self.run_id
+
+    @property
+    def ck_mode(self) -> str:
+        return CK_MODES[1] if self.ck_free else CK_MODES[0]
+
+
+@dataclass(frozen=True)
+class BuildSpec:
+    """One `docker buildx build`. `image` is the name it is loaded under."""
+
+    step: str
+    dockerfile: Path
+    context: Path
+    target: str | None
+    build_args: tuple[tuple[str, str], ...]
+    image: str
+
+    def argv(self, *, builder: str | None, progress: str, ca_bundle: Path | None, iidfile: Path | None = None,
+             labels: tuple[tuple[str, str], ...] = (), load: bool = True, cache: tuple[str, ...] = ()) -> list[str]:
+        argv = ["docker", "buildx", "build"]
+        if builder:
+            argv += ["--builder", builder]
+        argv += ["--progress", progress, "--network", "host", "-f", str(self.dockerfile), *cache]
+        argv += ["--load"] if load else []
+        if self.target:
+            argv += ["--target", self.target]
+        for key, value in self.build_args:
+            argv += ["--build-arg", f"{key}={value}"]
+        for key, value in labels:
+            argv += ["--label", f"{key}={value}"]
+        if ca_bundle:
+            argv += ["--secret", f"id=ca,src={ca_bundle}"]
+        if iidfile:
+            argv += ["--iidfile", str(iidfile)]
+        return [*argv, "-t", self.image, str(self.context)]
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One container run, as data: the engine hands it to the docker SDK; argv() is for people."""
+
+    step: str
+    name: str
+    command: tuple[str, ...]
+    mounts: tuple[tuple[str, str, str], ...] = ()  # (host path, container path, "ro"|"rw")
+    env: tuple[tuple[str, str], ...] = ()
+    gpu: bool = False
+    network: str = "none"
+    workdir: str = metadata.IN_IMAGE
+    run_id: str = ""
+
+    def argv(self, image: str = "IMAGE", gpu_flags: tuple[str, ...] = ()) -> list[str]:
+        argv = ["docker", "run", "--rm", "--name", self.name, "--network", self.network]
+        if self.run_id:
+            argv += ["--label", f"{metadata.RUN_LABEL}={self.run_id}"]
+        argv += list(gpu_flags) if self.gpu else []
+        for host, inside, mode in self.mounts:
+            argv += ["--mount", f"type=bind,source={host},target={inside}" + (",readonly" if mode == "ro" else "")]
+        for key, value in self.env:
+            argv += ["-e", f"{key}={value}"]
+        return [*argv, "-w", self.workdir, image, *self.command]
+
+
+def cache_flags(spec: BuildSpec, options: Options, *, containerd_store: bool = False) -> tuple[str, ...]:
+    """Build cache through the registry. The docker driver (the engine's own BuildKit) with the classic image store
+    can only export the cache inline, in the image it pushes (the final image's layers); with the containerd image
+    store, or on a docker-container or remote builder, every stage's cache goes to the registry (mode=max): `auto`
+    takes that when the engine has the containerd store. Inline, each build reads the content-keyed image and its
+    stem's `-latest` tag, so a changed key still starts from the last build's layers."""
+    if options.cache == "none" or (options.cache == "auto" and not options.remote):
+        return ()
+    repo, _, tag = spec.image.rpartition(":")
+    stem = tag.rsplit("-", 1)[0]
+    if options.cache == "registry" or (options.cache == "auto" and containerd_store and options.builder is None):
+        ref = f"type=registry,ref={repo}:{stem}-buildcache"
+        return ("--cache-from", ref, "--cache-to", f"{ref},mode=max")
+    return ("--cache-to", "type=inline", "--cache-from", spec.image, "--cache-from", f"{repo}:{stem}-latest")
+
+
+@dataclass(frozen=True)
+class EngineFacts:
+    version: str
+    buildx: str
+    root_dir: str
+    free_gib: float
+    containerd_store: bool = False  # the containerd image store: an image's ID is its manifest digest
+    reproducible: bool = False  # same inputs, same digest: rewrite-timestamp builds (cleanbuild.buildx)
