@@ -19,6 +19,8 @@ _FROM = re.compile(r"^FROM\s+(?:--platform=\S+\s+)?(\S+)(?:\s+AS\s+(\S+))?\s*$",
 _REFS = re.compile(r"(?:--from=|[\s,]from=)([A-Za-z0-9_.${}-]+)")
 _ARG = re.compile(r"^\s*ARG\s+([A-Za-z_][A-Za-z0-9_]*)(?:=(\S*))?", re.MULTILINE)
 _VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+_COMMENT = re.compile(r"^\s*#")
+_DIRECTIVE = re.compile(r"^#\s*(?:syntax|escape|check)\s*=", re.IGNORECASE)  # parser directives: they count
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,8 @@ def _parse(text: str) -> tuple[str, dict[str, Stage]]:
     stages: dict[str, tuple[str, list[str]]] = {}
     current: list[str] | None = None
     for line in text.splitlines():
+        if _COMMENT.match(line) and not (current is None and _DIRECTIVE.match(line)):
+            continue  # BuildKit drops comments (a RUN's continuation lines too): an edited comment builds nothing
         match = _FROM.match(line.strip())
         if match:
             current = [line]
@@ -90,7 +94,8 @@ def global_args(path: Path) -> set[str]:
 
 
 def stage_digest(path: Path, target: str, args: Mapping[str, str]) -> str:
-    """sha256 of the preamble and the text of every stage the target reaches."""
+    """sha256 of the preamble and the text of every stage the target reaches, comments aside (parser directives
+    such as `# syntax=` kept)."""
     text = path.read_text()
     h = hashlib.sha256(_parse(text)[0].encode())
     for stage in reached(text, target, args):

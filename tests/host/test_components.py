@@ -156,5 +156,23 @@ def test_an_edit_of_another_stage_does_not_move_a_targets_digest(small):
     assert dockerfile.stage_digest(small, "two", {}) != before["two"]
 
 
+def test_a_comment_edit_moves_no_digest_and_a_directive_edit_moves_every_one(small):
+    """BuildKit drops comments, continuation lines' included: a reworded comment must not rebuild aiter."""
+    before = {t: dockerfile.stage_digest(small, t, {}) for t in ("one", "two")}
+    commented = DOCKERFILE.replace("RUN echo two\n", "# why two\nRUN echo two \\\n  # a continuation comment\n  && true\n")
+    small.write_text(commented)
+    moved_by_run = {t: dockerfile.stage_digest(small, t, {}) for t in ("one", "two")}
+    small.write_text(commented.replace("# why two", "# why two, reworded").replace("a continuation", "another"))
+    assert {t: dockerfile.stage_digest(small, t, {}) for t in ("one", "two")} == moved_by_run
+    assert moved_by_run["one"] == before["one"] and moved_by_run["two"] != before["two"]  # the `&& true` counts
+    small.write_text("# syntax=docker/dockerfile:1.7\n" + DOCKERFILE)
+    assert all(dockerfile.stage_digest(small, t, {}) != before[t] for t in ("one", "two"))
+
+
+def test_a_reference_in_a_comment_reaches_no_stage(small):
+    small.write_text(DOCKERFILE.replace("RUN echo two", "# was: --mount=type=bind,from=src-b\nRUN echo two"))
+    assert [s.name for s in dockerfile.reached(small.read_text(), "two", {})] == ["builder", "two"]
+
+
 def test_changed_names_the_inputs_that_differ():
     assert components.changed({"a": "1", "b": "2"}, {"a": "1", "b": "3", "c": "4"}) == ["b", "c"]
