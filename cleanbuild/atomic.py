@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
-import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
+
+from . import interrupts
 
 
 def replace_all(files: Mapping[Path, bytes | str]) -> None:
@@ -22,7 +22,7 @@ def replace_all(files: Mapping[Path, bytes | str]) -> None:
     try:
         for path, data in files.items():
             temps[path] = _temp_beside(path, data.encode() if isinstance(data, str) else data)
-        with _sigint_held():
+        with interrupts.held():
             _swap(temps)
     finally:
         for tmp in temps.values():
@@ -78,17 +78,3 @@ def _swap(temps: Mapping[Path, Path]) -> None:
                 backup.unlink()
 
 
-@contextlib.contextmanager
-def _sigint_held() -> Iterator[None]:
-    """Hold SIGINT back (main thread only: Python delivers signals there) and re-raise it afterwards."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if caught:
-        raise KeyboardInterrupt

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from . import metadata
+from . import interrupts, metadata
 from .errors import CleanBuildError, EnvironmentProblem, StepFailed, UsageError
 from .run import run
 from .spec import EngineFacts, RunSpec
@@ -129,20 +129,23 @@ def read_file(cli, image: str, path: str, run_id: str = "adhoc") -> bytes | None
     """A file's bytes from an image without starting it (create, get_archive, remove); None when absent."""
     import docker
 
-    container = cli.containers.create(image, command=["/nonexistent"], entrypoint=[], network_disabled=True,
-                                      name=f"atom-read-{run_id}-{next(_COUNTER)}",
-                                      labels={metadata.RUN_LABEL: run_id})
-    try:
-        stream, _ = container.get_archive(path)
-        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
-            member = tar.next()
-            handle = tar.extractfile(member) if member else None
-            return handle.read() if handle else None
-    except docker.errors.NotFound:
-        return None
-    finally:
-        with contextlib.suppress(docker.errors.NotFound):
-            container.remove(force=True)
+    # Ctrl-C waits for the read (a second or two): one landing between the engine creating the container and the
+    # SDK returning it left it behind, where the run's cleanup raced the engine's create (measured 2026-12-01).
+    with interrupts.held():
+        container = cli.containers.create(image, command=["/nonexistent"], entrypoint=[], network_disabled=True,
+                                          name=f"atom-read-{run_id}-{next(_COUNTER)}",
+                                          labels={metadata.RUN_LABEL: run_id})
+        try:
+            stream, _ = container.get_archive(path)
+            with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+                member = tar.next()
+                handle = tar.extractfile(member) if member else None
+                return handle.read() if handle else None
+        except docker.errors.NotFound:
+            return None
+        finally:
+            with contextlib.suppress(docker.errors.NotFound):
+                container.remove(force=True)
 
 
 def read_json(cli, image: str, path: str, run_id: str = "adhoc") -> object | None:

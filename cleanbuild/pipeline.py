@@ -9,13 +9,11 @@ it half-way, and it reports what it actually did.
 from __future__ import annotations
 
 import datetime as dt
-import signal
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import replace
 
-from . import engine, report
+from . import engine, interrupts, report
 from .console import console, step_done, step_started
 from .errors import CleanBuildError, Interrupted
 from .plan import Plan
@@ -64,25 +62,12 @@ def _step(ctx: Ctx, rec: BuildRecord, name: str) -> BuildRecord:
     return replace(rec, steps=(*rec.steps, step))
 
 
-@contextmanager
-def _sigint_held() -> Iterator[list[int]]:
-    """SIGINT is counted, not raised, inside the block: cleanup runs to the end whatever the user presses."""
-    pressed: list[int] = []
-    try:
-        previous = signal.signal(signal.SIGINT, lambda *_: pressed.append(1))
-    except ValueError:  # not the main thread: nothing to hold
-        yield pressed
-        return
-    try:
-        yield pressed
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def _cleanup(ctx: Ctx, rec: BuildRecord, failed_report: bool, why: str) -> str:
     """Undo what a failed run left: containers, the release tag, temporary names; keep the candidate as -failed."""
     done, problems = [], []
-    with _sigint_held() as pressed:
+    with interrupts.held(reraise=False) as pressed:
         for action in (_remove_containers, _remove_release, _keep_failed):
             try:
                 note = action(ctx, rec)
