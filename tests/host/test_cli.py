@@ -120,7 +120,7 @@ def test_bad_site_config_value_is_one_line_and_exit_2(capsys, tmp_path):
     conf = tmp_path / "site.yaml"
     conf.write_text("cleanbuild:\n  progress: loud\n")
     code, lines = fails(capsys, "-f", str(conf), "plan", "--arch", "gfx942")
-    assert (code, lines) == (2, ["error: --progress 'loud' is not one of auto, plain, tty, quiet."])
+    assert (code, lines) == (2, ["error: invoke.yaml cleanbuild.progress 'loud' is not one of auto, plain, tty, quiet."])
 
 
 def test_a_broken_file_given_with_f_is_refused_before_invoke_reads_it(capsys, tmp_path, monkeypatch):

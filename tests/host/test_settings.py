@@ -130,6 +130,12 @@ def test_missing_ca_bundle_is_named(tmp_path):
     assert f"--ca-bundle {tmp_path / 'no.pem'} is not a file" in one_line(info)
 
 
+def test_missing_ca_bundle_from_config_names_the_key(tmp_path):
+    with pytest.raises(UsageError) as info:
+        options(Inputs(arch="gfx942"), {"ca_bundle": str(tmp_path / "no.pem")})
+    assert f"invoke.yaml cleanbuild.ca_bundle {tmp_path / 'no.pem'} is not a file" in one_line(info)
+
+
 def test_ca_bundle_from_config_is_resolved(tmp_path):
     pem = tmp_path / "ca.pem"
     pem.write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
@@ -165,8 +171,10 @@ def test_model_must_be_a_folder(tmp_path):
 
 
 def test_bad_progress_is_refused():
-    with pytest.raises(UsageError, match="--progress 'loud' is not one of auto, plain, tty, quiet"):
+    with pytest.raises(UsageError, match="^invoke.yaml cleanbuild.progress 'loud' is not one of auto, plain, tty"):
         options(Inputs(arch="gfx942"), {"progress": "loud"})
+    with pytest.raises(UsageError, match="^--progress 'loud' is not one of auto, plain, tty"):
+        options(Inputs(arch="gfx942", progress="loud"), {"progress": "plain"})
 
 
 def test_bad_device_is_refused():
