@@ -40,7 +40,7 @@ def _check_site_files() -> None:
 _check_site_files()
 
 from cleanbuild import boundary, commands, refs  # noqa: E402 - after the site-config check above
-from cleanbuild.settings import Inputs, site_config  # noqa: E402
+from cleanbuild.settings import Inputs, parse_arch, site_config  # noqa: E402
 
 
 class TaskProgram(Program):
@@ -125,7 +125,11 @@ def _conf(c) -> dict:
     return site_config(c.config.get("cleanbuild"))
 
 
-def _inputs(**kw) -> Inputs:
+MATRIX = ("plan", "wheels", "clean", "build_clean")  # the tasks whose --arch may list several
+
+
+def _inputs(task: str = "", **kw) -> Inputs:
+    kw["archs"] = parse_arch(kw.pop("arch", None), matrix=task in MATRIX)
     kw["sets"] = tuple(kw.pop("set", None) or ())
     kw["src"] = tuple(kw.pop("src", None) or ())
     if "gpu" in kw:
@@ -139,7 +143,7 @@ def _inputs(**kw) -> Inputs:
 @_guard
 def arch(c, arch=None, json_=False, debug=False):
     """Detect (or check) the GPU architecture and print its facts."""
-    info = commands.arch_info(arch)
+    info = commands.arch_info(next(iter(parse_arch(arch)), None))
     if json_:
         print(json.dumps(info, indent=2))
     else:
@@ -152,7 +156,7 @@ def arch(c, arch=None, json_=False, debug=False):
 def plan(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca_bundle=None, model=None,  # noqa: A002
          src=None, json_=False, debug=False):
     """Print the resolved build plan and the exact commands build-clean would run; touches nothing."""
-    commands.show_plan(_inputs(arch=arch, ck_free=ck_free, profile=profile, set=set, builder=builder,
+    commands.show_plan(_inputs("plan", arch=arch, ck_free=ck_free, profile=profile, set=set, builder=builder,
                                ca_bundle=ca_bundle, model=model, src=src), _conf(c), as_json=json_)
 
 
@@ -163,7 +167,7 @@ def plan(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca_b
 def wheels(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca_bundle=None,  # noqa: A002
            progress=None, registry=None, export=None, rebuild=False, src=None, dry_run=False, debug=False):
     """Build (or reuse, here or from the registry) the wheels image: every dependency built once, with a manifest."""
-    commands.wheels(_inputs(arch=arch, ck_free=ck_free, profile=profile, set=set, builder=builder,
+    commands.wheels(_inputs("wheels", arch=arch, ck_free=ck_free, profile=profile, set=set, builder=builder,
                             ca_bundle=ca_bundle, progress=progress, registry=registry, src=src), _conf(c),
                     export=Path(export) if export else None, rebuild=rebuild, dry_run=dry_run)
 
@@ -174,7 +178,7 @@ def wheels(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca
 def clean(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca_bundle=None,  # noqa: A002
           progress=None, registry=None, src=None, dry_run=False, debug=False):
     """Build the clean runtime image from the (reused or built) wheels image: zero compilation."""
-    commands.clean(_inputs(arch=arch, ck_free=ck_free, profile=profile, set=set, builder=builder,
+    commands.clean(_inputs("clean", arch=arch, ck_free=ck_free, profile=profile, set=set, builder=builder,
                            ca_bundle=ca_bundle, progress=progress, registry=registry, src=src), _conf(c), dry_run=dry_run)
 
 
@@ -217,7 +221,7 @@ def build_clean(c, arch=None, ck_free=False, profile=None, set=None, builder=Non
                 progress=None, model=None, allow_no_smoke=False, user=None, gpu=None, user_id=None, registry=None,
                 src=None, dry_run=False, debug=False):
     """The whole pipeline: preflight, prepare, wheels, clean, patch, validate, smoke, tag, report."""
-    commands.build_clean(_inputs(arch=arch, ck_free=ck_free, profile=profile, set=set, builder=builder,
+    commands.build_clean(_inputs("build_clean", arch=arch, ck_free=ck_free, profile=profile, set=set, builder=builder,
                                  ca_bundle=ca_bundle, progress=progress, model=model, allow_no_smoke=allow_no_smoke,
                                  user=user, gpu=gpu, user_id=user_id, registry=registry, src=src), _conf(c),
                          dry_run=dry_run)
@@ -281,7 +285,7 @@ def audit(c, image, arch=None, model=None, tp=None, json_=False, report=None, de
     from cleanbuild import audit as auditing
 
     refs.image_ref(image, "audit IMAGE")  # before any engine call
-    result = auditing.audit(image, arch=arch, model=model, tp=tuple(tp or (1,)),
+    result = auditing.audit(image, arch=next(iter(parse_arch(arch)), None), model=model, tp=tuple(tp or (1,)),
                             report_dir=Path(report) if report else None, device=device)
     auditing.render(result, as_json=json_)
     return result.exit_code

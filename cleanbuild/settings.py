@@ -94,7 +94,7 @@ def pick(flag: object, config: Mapping[str, object], key: str) -> object:
 class Inputs:
     """What a task was given, before resolution."""
 
-    arch: str | None = None
+    archs: tuple[Arch, ...] = ()  # --arch, parsed by parse_arch (empty: detect on the host, or the image's label)
     ck_free: bool = False
     profile: str | None = None
     builder: str | None = None
@@ -109,6 +109,14 @@ class Inputs:
     device: str | None = None
     registry: str | None = None
     src: tuple[str, ...] = ()  # --src COMPONENT=PATH, resolved by cleanbuild.checkout into Options.src
+
+
+def parse_arch(text: str | None, *, matrix: bool = False) -> tuple[Arch, ...]:
+    """The one place an arch name (--arch, an image's arch label) becomes an Arch. matrix: a list such as
+    gfx942,gfx950 (build-clean, plan, wheels, clean); else exactly one name. Empty: ()."""
+    if not text:
+        return ()
+    return Arch.parse_list(text) if matrix else (Arch.parse(text),)
 
 
 def load_profile(inputs: Inputs, config: Mapping[str, object]) -> Profile:
@@ -238,10 +246,8 @@ def ca_bundle(value: object, where: str = "--ca-bundle") -> Path | None:
 def check(inputs: Inputs, config: Mapping[str, object]) -> None:
     """Every flag-level input checked, without probing the host: what promote and the image tasks run before any
     engine call (options() checks the same, and resolves the arch)."""
-    if inputs.arch:
-        Arch.parse_list(inputs.arch)
     load_profile(inputs, config)
-    options(inputs, config, arch=Arch.parse_list(inputs.arch)[0] if inputs.arch else Arch.GFX942)
+    options(inputs, config, arch=inputs.archs[0] if inputs.archs else Arch.GFX942)
 
 
 def overrides(inputs: Inputs, config: Mapping[str, object]) -> dict[str, object]:
@@ -250,7 +256,7 @@ def overrides(inputs: Inputs, config: Mapping[str, object]) -> dict[str, object]
 
 
 def options(inputs: Inputs, config: Mapping[str, object], *, arch: Arch | None = None) -> Options:
-    chosen = arch or resolve(inputs.arch, host_runner).arch
+    chosen = arch or (inputs.archs[0] if inputs.archs else resolve(None, host_runner).arch)
     ca = ca_bundle(pick(inputs.ca_bundle, config, "ca_bundle"),
                    source(inputs.ca_bundle, config, "ca_bundle", "--ca-bundle"))
     model = Path(inputs.model).resolve() if inputs.model else None
