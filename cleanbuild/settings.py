@@ -110,6 +110,11 @@ class Inputs:
     registry: str | None = None
     src: tuple[str, ...] = ()  # --src COMPONENT=PATH, resolved by cleanbuild.checkout into Options.src
 
+    @property
+    def arch(self) -> Arch | None:
+        """The one --arch of a task that takes one (None: not given)."""
+        return self.archs[0] if self.archs else None
+
 
 def parse_arch(text: str | None, *, matrix: bool = False) -> tuple[Arch, ...]:
     """The one place an arch name (--arch, an image's arch label) becomes an Arch. matrix: a list such as
