@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import json
 import os
 import sys
@@ -40,7 +41,7 @@ def _check_site_files() -> None:
 _check_site_files()
 
 from cleanbuild import boundary, commands, refs  # noqa: E402 - after the site-config check above
-from cleanbuild.settings import Inputs, site_config  # noqa: E402
+from cleanbuild.settings import Inputs, parse_arch, site_config  # noqa: E402
 
 
 class TaskProgram(Program):
@@ -100,8 +101,15 @@ COMMON_HELP = {
 }
 
 
-def _help(*names: str, **extra: str) -> dict[str, str]:
-    return {**{n: COMMON_HELP[n] for n in names}, **extra}
+def cli_task(*, iterable: tuple[str, ...] = (), **extra: str):
+    """One declaration per flag: the task's signature names it (with its default), its help is COMMON_HELP's or
+    the task's own (extra), and _inputs takes it into the request by the same name. Wrapped in _guard."""
+
+    def wrap(fn):
+        names = [p.rstrip("_") for p in list(inspect.signature(fn).parameters)[1:]]
+        return task(iterable=list(iterable), help={n: extra.get(n) or COMMON_HELP[n] for n in names})(_guard(fn))
+
+    return wrap
 
 
 def _guard(fn):
@@ -125,177 +133,140 @@ def _conf(c) -> dict:
     return site_config(c.config.get("cleanbuild"))
 
 
-def _inputs(**kw) -> Inputs:
-    kw["sets"] = tuple(kw.pop("set", None) or ())
-    kw["src"] = tuple(kw.pop("src", None) or ())
-    if "gpu" in kw:
-        kw["gpus"] = kw.pop("gpu")
-    if "user_id" in kw:
-        kw["container_user"] = kw.pop("user_id")
+# flag -> Inputs field, for the flags that reach the request (the rest are the task's own).
+INPUT_FLAGS = {"arch": "archs", "ck_free": "ck_free", "profile": "profile", "set": "sets", "builder": "builder",
+               "ca_bundle": "ca_bundle", "progress": "progress", "model": "model", "allow_no_smoke": "allow_no_smoke",
+               "user": "user", "gpu": "gpus", "user_id": "container_user", "registry": "registry", "src": "src"}
+
+
+def _inputs(flags: dict[str, object], *, matrix: bool = False) -> Inputs:
+    """The task's flags (its locals()) into Inputs; --arch parsed here, a list only for matrix tasks."""
+    kw = {field: flags[flag] for flag, field in INPUT_FLAGS.items() if flag in flags}
+    kw["archs"] = parse_arch(kw.pop("archs", None), matrix=matrix)
+    kw["sets"] = tuple(kw.get("sets") or ())
+    kw["src"] = tuple(kw.get("src") or ())
     return Inputs(**kw)
 
 
-@task(help=_help("arch", "debug", json="print JSON"))
-@_guard
+@cli_task(json="print JSON")
 def arch(c, arch=None, json_=False, debug=False):
     """Detect (or check) the GPU architecture and print its facts."""
-    info = commands.arch_info(arch)
+    info = commands.arch_info(next(iter(parse_arch(arch)), None))
     if json_:
         print(json.dumps(info, indent=2))
     else:
         commands.print_rows("architecture", info)
 
 
-@task(iterable=["set", "src"], help=_help("arch", "ck_free", "profile", "set", "builder", "ca_bundle", "src", "debug",
-                                          model="model folder for the smoke test", json="print the plan as JSON"))
-@_guard
+@cli_task(iterable=("set", "src"), model="model folder for the smoke test", json="print the plan as JSON")
 def plan(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca_bundle=None, model=None,  # noqa: A002
          src=None, json_=False, debug=False):
     """Print the resolved build plan and the exact commands build-clean would run; touches nothing."""
-    commands.show_plan(_inputs(arch=arch, ck_free=ck_free, profile=profile, set=set, builder=builder,
-                               ca_bundle=ca_bundle, model=model, src=src), _conf(c), as_json=json_)
+    commands.show_plan(_inputs(locals(), matrix=True), _conf(c), as_json=json_)
 
 
-@task(iterable=["set", "src"], help=_help("arch", "ck_free", "profile", "set", "builder", "ca_bundle", "progress", "registry",
-                                          "src", "dry_run", "debug", export="write the wheels and manifest.json to this new folder",
-                                   rebuild="build even when an image with the same content key exists"))
-@_guard
+@cli_task(iterable=("set", "src"), export="write the wheels and manifest.json to this new folder",
+          rebuild="build even when an image with the same content key exists")
 def wheels(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca_bundle=None,  # noqa: A002
            progress=None, registry=None, export=None, rebuild=False, src=None, dry_run=False, debug=False):
     """Build (or reuse, here or from the registry) the wheels image: every dependency built once, with a manifest."""
-    commands.wheels(_inputs(arch=arch, ck_free=ck_free, profile=profile, set=set, builder=builder,
-                            ca_bundle=ca_bundle, progress=progress, registry=registry, src=src), _conf(c),
-                    export=Path(export) if export else None, rebuild=rebuild, dry_run=dry_run)
+    commands.wheels(_inputs(locals(), matrix=True), _conf(c), export=Path(export) if export else None,
+                    rebuild=rebuild, dry_run=dry_run)
 
 
-@task(iterable=["set", "src"], help=_help("arch", "ck_free", "profile", "set", "builder", "ca_bundle", "progress",
-                                          "registry", "src", "dry_run", "debug"))
-@_guard
+@cli_task(iterable=("set", "src"))
 def clean(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca_bundle=None,  # noqa: A002
           progress=None, registry=None, src=None, dry_run=False, debug=False):
     """Build the clean runtime image from the (reused or built) wheels image: zero compilation."""
-    commands.clean(_inputs(arch=arch, ck_free=ck_free, profile=profile, set=set, builder=builder,
-                           ca_bundle=ca_bundle, progress=progress, registry=registry, src=src), _conf(c), dry_run=dry_run)
+    commands.clean(_inputs(locals(), matrix=True), _conf(c), dry_run=dry_run)
 
 
-@task(iterable=["only"], help={"src": "patch a source checkout or site-packages folder in place",
-                               "image": "patch this image as its own layer (tags IMAGE-patched)",
-                               "only": "apply only this patch (repeatable)",
-                               "check": "change nothing; exit 1 when something would change",
-                               "arch": COMMON_HELP["arch"], "dry_run": COMMON_HELP["dry_run"],
-                               "debug": COMMON_HELP["debug"]})
-@_guard
+@cli_task(iterable=("only",), src="patch a source checkout or site-packages folder in place",
+          image="patch this image as its own layer (tags IMAGE-patched)", only="apply only this patch (repeatable)",
+          check="change nothing; exit 1 when something would change")
 def patch(c, src=None, image=None, only=None, check=False, arch=None, dry_run=False, debug=False):
     """Apply the source patches (aiter tuned_gemm and jit/core, ATOM CK-free) to a folder or an image."""
     commands.patch(src=src, image=image, only=tuple(only or ()), check=check, dry_run=dry_run,
-                   inputs=_inputs(arch=arch), config=_conf(c))
+                   inputs=_inputs({"arch": arch}), config=_conf(c))  # --src here is a folder, not a checkout
 
 
-@task(iterable=["set"], help=_help("profile", "set", "gpu", "user_id", "debug", image="image to run the smoke test in",
-                                   model="model folder (mounted read-only)", arch="arch (default: the image's label)"))
-@_guard
+@cli_task(iterable=("set",), image="image to run the smoke test in", model="model folder (mounted read-only)",
+          arch="arch (default: the image's label)")
 def smoke(c, image, model, profile=None, set=None, gpu=None, user_id=None, arch=None, debug=False):  # noqa: A002
     """Generate 10 tokens with a model inside an image and count them."""
-    commands.smoke(image, _inputs(model=model, profile=profile, set=set, gpu=gpu, user_id=user_id, arch=arch), _conf(c))
+    commands.smoke(image, _inputs(locals()), _conf(c))
 
 
-@task(help={"image": "the image to tag (name or ID)", "user": "user part of the tag (default: login name)",
-            "dry_run": "show the tag and why, tag nothing", "debug": COMMON_HELP["debug"]})
-@_guard
+@cli_task(image="the image to tag (name or ID)", user="user part of the tag (default: login name)",
+          dry_run="show the tag and why, tag nothing")
 def tag(c, image, user=None, dry_run=False, debug=False):
     """Tag an image per convention: user_date_rocmX_aiterY_atomZ, versions read from the image."""
-    commands.tag(image, _inputs(user=user), _conf(c), dry_run=dry_run)
+    commands.tag(image, _inputs(locals()), _conf(c), dry_run=dry_run)
 
 
-@task(iterable=["set", "src"], help=_help("arch", "ck_free", "profile", "set", "builder", "ca_bundle", "progress", "gpu",
-                                          "user_id", "registry", "src", "dry_run", "debug",
-                                   model="model folder for the 10-token smoke test",
-                                   allow_no_smoke="tag the release even without a smoke test",
-                                   user="user part of the tag (default: login name)"))
-@_guard
+@cli_task(iterable=("set", "src"), model="model folder for the 10-token smoke test",
+          allow_no_smoke="tag the release even without a smoke test", user="user part of the tag (default: login name)")
 def build_clean(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca_bundle=None,  # noqa: A002
                 progress=None, model=None, allow_no_smoke=False, user=None, gpu=None, user_id=None, registry=None,
                 src=None, dry_run=False, debug=False):
     """The whole pipeline: preflight, prepare, wheels, clean, patch, validate, smoke, tag, report."""
-    commands.build_clean(_inputs(arch=arch, ck_free=ck_free, profile=profile, set=set, builder=builder,
-                                 ca_bundle=ca_bundle, progress=progress, model=model, allow_no_smoke=allow_no_smoke,
-                                 user=user, gpu=gpu, user_id=user_id, registry=registry, src=src), _conf(c),
-                         dry_run=dry_run)
+    commands.build_clean(_inputs(locals(), matrix=True), _conf(c), dry_run=dry_run)
 
 
-@task(iterable=["set"], help=_help("profile", "set", "gpu", "user_id", "registry", "debug",
-                                   ref="the pushed candidate: REGISTRY/candidate:TAG or REPO@sha256:DIGEST",
-                                   arch="this node's arch (default: detected); the image must be built for it",
-                                   model="model folder for the 10-token smoke test",
-                                   allow_no_smoke="promote even without a smoke test",
-                                   user="user part of the tag (default: login name)"))
-@_guard
+@cli_task(iterable=("set",), ref="the pushed candidate: REGISTRY/candidate:TAG or REPO@sha256:DIGEST",
+          arch="this node's arch (default: detected); the image must be built for it",
+          model="model folder for the 10-token smoke test", allow_no_smoke="promote even without a smoke test",
+          user="user part of the tag (default: login name)")
 def promote(c, ref, arch=None, profile=None, set=None, model=None, allow_no_smoke=False, user=None, gpu=None,  # noqa: A002
             user_id=None, registry=None, debug=False):
     """On a GPU node: pull by digest, validate and smoke-test here, then push the release tag and the report."""
-    commands.promote(ref, _inputs(arch=arch, profile=profile, set=set, model=model, allow_no_smoke=allow_no_smoke,
-                                  user=user, gpu=gpu, user_id=user_id, registry=registry), _conf(c))
+    commands.promote(ref, _inputs(locals()), _conf(c))
 
 
-@task(help={"tag": "release tag or image reference", "debug": COMMON_HELP["debug"]})
-@_guard
+@cli_task(tag="release tag or image reference")
 def report(c, tag, debug=False):
     """Print a build's report again, from reports/<repository>/<tag>/."""
     commands.print_report(tag)
 
 
-@task(iterable=["set"], help=_help("profile", "set", "debug", json="print JSON",
-                                   bump="move this git pin (aiter, atom, ...) when no patch drifts on the candidate",
-                                   to="the commit to bump to (default: the branch head)",
-                                   dry_run="with --bump: show the profile diff, write nothing"))
-@_guard
+@cli_task(iterable=("set",), json="print JSON",
+          bump="move this git pin (aiter, atom, ...) when no patch drifts on the candidate",
+          to="the commit to bump to (default: the branch head)",
+          dry_run="with --bump: show the profile diff, write nothing")
 def pins(c, profile=None, set=None, json_=False, bump=None, to=None, dry_run=False, debug=False):  # noqa: A002
     """Check every pin against its repository or index (exit 1 wrong, 3 unreachable); --bump moves one."""
-    code = commands.pins(_inputs(profile=profile, set=set), _conf(c), as_json=json_, bump=bump, to=to,
-                         dry_run=dry_run)
-    return code
+    return commands.pins(_inputs(locals()), _conf(c), as_json=json_, bump=bump, to=to, dry_run=dry_run)
 
 
-@task(iterable=["set", "upgrade_package"], help=_help(
-    "profile", "set", "debug", check="exit 1 when the lock no longer matches the pins; write nothing",
-    upgrade_package="let this package move to its newest allowed version (repeatable)"))
-@_guard
+@cli_task(iterable=("set", "upgrade_package"), check="exit 1 when the lock no longer matches the pins; write nothing",
+          upgrade_package="let this package move to its newest allowed version (repeatable)")
 def lock(c, profile=None, set=None, upgrade_package=None, check=False, debug=False):  # noqa: A002
     """(Re)make the profile's locked closure (uv pip compile --generate-hashes) from the pinned sources."""
-    code = commands.lock(_inputs(profile=profile, set=set), _conf(c), upgrade=tuple(upgrade_package or ()), check=check)
-    return code
+    return commands.lock(_inputs(locals()), _conf(c), upgrade=tuple(upgrade_package or ()), check=check)
 
 
-@task(iterable=["tp"], help={
-    "image": "image to audit (name or ID); must be in the local engine, never pulled",
-    "arch": "gfx942 or gfx950: the arch the image must serve (default: what the image says)",
-    "model": "model folder (its config.json, mounted read-only) or preset (llama3-8b, qwen3-30b-a3b, deepseek-v3)",
-    "tp": "tensor-parallel size for --model (repeatable, default 1)",
-    "json": "print the whole result as JSON",
-    "report": "write report.json and report.md (and untuned-gemm.csv with --model) to this folder",
-    "device": "also run the validation kernels on the GPU (ROCm host only)",
-    "debug": COMMON_HELP["debug"]})
-@_guard
+@cli_task(iterable=("tp",), image="image to audit (name or ID); must be in the local engine, never pulled",
+          arch="gfx942 or gfx950: the arch the image must serve (default: what the image says)",
+          model="model folder (its config.json, mounted read-only) or preset (llama3-8b, qwen3-30b-a3b, deepseek-v3)",
+          tp="tensor-parallel size for --model (repeatable, default 1)", json="print the whole result as JSON",
+          report="write report.json and report.md (and untuned-gemm.csv with --model) to this folder",
+          device="also run the validation kernels on the GPU (ROCm host only)")
 def audit(c, image, arch=None, model=None, tp=None, json_=False, report=None, device=False, debug=False):
     """Check an existing image for every known pitfall, without rebuilding it (exit 1 when one is PRESENT)."""
     from cleanbuild import audit as auditing
 
     refs.image_ref(image, "audit IMAGE")  # before any engine call
-    result = auditing.audit(image, arch=arch, model=model, tp=tuple(tp or (1,)),
+    result = auditing.audit(image, arch=_inputs({"arch": arch}).arch, model=model, tp=tuple(tp or (1,)),
                             report_dir=Path(report) if report else None, device=device)
     auditing.render(result, as_json=json_)
     return result.exit_code
 
 
-@task(iterable=["set"], help=_help("set", "ca_bundle", "progress", "debug",
-                                   ref="the image: NAME:TAG, ID, or REPO@sha256:DIGEST (here, on this engine)",
-                                   profile="the profile to rebuild with (default: the image's own label)",
-                                   json="print the comparison as JSON"))
-@_guard
+@cli_task(iterable=("set",), ref="the image: NAME:TAG, ID, or REPO@sha256:DIGEST (here, on this engine)",
+          profile="the profile to rebuild with (default: the image's own label)", json="print the comparison as JSON")
 def verify(c, ref, profile=None, set=None, ca_bundle=None, progress=None, json_=False, debug=False):  # noqa: A002
     """Rebuild an image from its own labels here and compare digests (exit 1: the first differing layer and file)."""
-    commands.verify(ref, _inputs(profile=profile, set=set, ca_bundle=ca_bundle, progress=progress), _conf(c),
-                    as_json=json_)
+    commands.verify(ref, _inputs(locals()), _conf(c), as_json=json_)
 
 
 ns = Collection(arch, plan, wheels, clean, patch, smoke, tag, build_clean, promote, report, pins, lock, audit)

@@ -257,11 +257,10 @@ def _one_arch(gpus: list[Gpu], source: str) -> Arch:
     return Arch.parse(names[0])
 
 
-def resolve(arch: str | None, runner: Runner, sysfs: Path = Path("/sys")) -> Detection:
+def resolve(arch: Arch | None, runner: Runner, sysfs: Path = Path("/sys")) -> Detection:
     """--arch when given (no probing), else detection."""
-    if arch:
-        parsed = Arch.parse(arch)
-        return Detection(parsed, (), "--arch")
+    if arch is not None:
+        return Detection(arch, (), "--arch")
     return detect(runner, sysfs)
 
 

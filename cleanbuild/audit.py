@@ -78,7 +78,7 @@ class AuditResult:
         return json.loads(json.dumps(data, default=str))
 
 
-def audit(image: str, *, arch: str | None, model: str | None, tp: tuple[int | str, ...], report_dir: Path | None,
+def audit(image: str, *, arch: Arch | None, model: str | None, tp: tuple[int | str, ...], report_dir: Path | None,
           device: bool, cli=None) -> AuditResult:
     """Audit IMAGE as it is: 0 findings PRESENT -> exit_code 0, else 1. Bad input raises before any container."""
     inputs = check_inputs(arch, model, tp)
@@ -104,9 +104,10 @@ def audit(image: str, *, arch: str | None, model: str | None, tp: tuple[int | st
     return result
 
 
-def check_inputs(arch: str | None, model: str | None, tp: tuple[int | str, ...]) -> Inputs:
-    """UsageError (exit 2) for anything wrong with the flags, before the engine is touched."""
-    name = Arch.parse(arch).value if arch else None
+def check_inputs(arch: Arch | None, model: str | None, tp: tuple[int | str, ...]) -> Inputs:
+    """UsageError (exit 2) for anything wrong with the flags, before the engine is touched (--arch is parsed by
+    the task, cleanbuild.settings.parse_arch)."""
+    name = arch.value if arch else None
     try:
         sizes = tuple(int(n) for n in tp)  # invoke hands repeated flags over as strings
     except (TypeError, ValueError):

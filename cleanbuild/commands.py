@@ -35,7 +35,7 @@ from .spec import REPO_ROOT
 BUILD_STEPS = ("preflight", "prepare", "wheels")
 
 
-def arch_info(arch: str | None) -> dict:
+def arch_info(arch: Arch | None) -> dict:
     det = resolve(arch, host_runner)
     facts = det.arch.facts
     return {
@@ -53,7 +53,7 @@ def print_rows(title: str, rows: Mapping[str, object]) -> None:
 def plans(inputs: Inputs, config: Mapping[str, object]) -> list[Plan]:
     """One plan per arch; pure (preparation is a step, after preflight)."""
     profile = load_profile(inputs, config)
-    archs = Arch.parse_list(inputs.arch) if inputs.arch else (resolve(None, host_runner).arch,)
+    archs = inputs.archs or (resolve(None, host_runner).arch,)
     src = checkout.resolve_all(inputs.src, {n: str(profile.component(n).get("ref")) for n in checkout.COMPONENTS})
     for found in src:
         if found.warning():
@@ -179,12 +179,12 @@ def image_plan(image: str, inputs: Inputs, config, cli) -> tuple[Plan, BuildReco
     image_id = engine.image_id(cli, image)
     if image_id is None:
         raise UsageError(f"image {image} not found on this engine. To fix, build it (invoke build-clean) or pass an existing image.")
-    arch, ck_mode = metadata.image_labels(engine.inspect(cli, image).get("Config", {}).get("Labels"))
-    arch = inputs.arch or arch
-    if not arch:
+    label, ck_mode = metadata.image_labels(engine.inspect(cli, image).get("Config", {}).get("Labels"))
+    archs = inputs.archs or settings.parse_arch(label)
+    if not archs:
         raise UsageError(f"{image} has no {metadata.label('arch')} label. To fix, pass --arch gfx942|gfx950.")
-    inputs = replace(inputs, arch=arch, ck_free=inputs.ck_free or ck_mode == "ckfree")
-    plan = make_plan(load_profile(inputs, config), options(inputs, config, arch=Arch.parse(arch)))
+    inputs = replace(inputs, archs=archs[:1], ck_free=inputs.ck_free or ck_mode == "ckfree")
+    plan = make_plan(load_profile(inputs, config), options(inputs, config, arch=archs[0]))
     return plan, pipeline.new_record(plan, candidate_id=image_id, candidate_ref=image)
 
 
@@ -298,10 +298,10 @@ def promote(ref: str, inputs: Inputs, config) -> BuildRecord:
         raise UsageError(f"{ref} is not in its registry. To fix, push it (build-clean with a registry) or pass the reference it printed.")
     digest = ref.split("@", 1)[1] if "@" in ref else _digest_of(cli, ref)
     image_arch, _ = metadata.image_labels(engine.inspect(cli, image_id).get("Config", {}).get("Labels"))
-    node = inputs.arch or resolve(None, host_runner).arch.value
-    if image_arch and Arch.parse(node).value != image_arch:
-        raise UsageError(f"this node is {Arch.parse(node).value} and {ref} is built for {image_arch}. To fix, promote it on a {image_arch} node.")
-    plan, rec = image_plan(ref, replace(inputs, arch=image_arch or node), config, cli)
+    node = inputs.archs[0] if inputs.archs else resolve(None, host_runner).arch
+    if image_arch and node.value != image_arch:
+        raise UsageError(f"this node is {node.value} and {ref} is built for {image_arch}. To fix, promote it on a {image_arch} node.")
+    plan, rec = image_plan(ref, replace(inputs, archs=(node,)), config, cli)
     rec = replace(rec, candidate_id=image_id, candidate_digest=digest)
     rec = pipeline.run(plan, cli, ("preflight", "validate", "smoke", "tag", "report", "push"), rec)
     console.print(steps_table(f"promote {ref}", rec.steps))

@@ -94,7 +94,7 @@ def pick(flag: object, config: Mapping[str, object], key: str) -> object:
 class Inputs:
     """What a task was given, before resolution."""
 
-    arch: str | None = None
+    archs: tuple[Arch, ...] = ()  # --arch, parsed by parse_arch (empty: detect on the host, or the image's label)
     ck_free: bool = False
     profile: str | None = None
     builder: str | None = None
@@ -109,6 +109,19 @@ class Inputs:
     device: str | None = None
     registry: str | None = None
     src: tuple[str, ...] = ()  # --src COMPONENT=PATH, resolved by cleanbuild.checkout into Options.src
+
+    @property
+    def arch(self) -> Arch | None:
+        """The one --arch of a task that takes one (None: not given)."""
+        return self.archs[0] if self.archs else None
+
+
+def parse_arch(text: str | None, *, matrix: bool = False) -> tuple[Arch, ...]:
+    """The one place an arch name (--arch, an image's arch label) becomes an Arch. matrix: a list such as
+    gfx942,gfx950 (build-clean, plan, wheels, clean); else exactly one name. Empty: ()."""
+    if not text:
+        return ()
+    return Arch.parse_list(text) if matrix else (Arch.parse(text),)
 
 
 def load_profile(inputs: Inputs, config: Mapping[str, object]) -> Profile:
@@ -217,9 +230,10 @@ def container_user(flag: object, config: Mapping[str, object]) -> str | None:
 HOST_BUNDLES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt")
 
 
-def ca_bundle(value: object) -> Path | None:
+def ca_bundle(value: object, where: str = "--ca-bundle") -> Path | None:
     """auto (the default): what this host trusts (SSL_CERT_FILE, else the system bundle), so builds behind a
-    TLS-intercepting proxy work where the host does; none: no bundle; else a PEM file."""
+    TLS-intercepting proxy work where the host does; none: no bundle; else a PEM file. where: the flag or the
+    invoke.yaml key it came from, for the message."""
     text = str(value or "auto")
     if text == "none":
         return None
@@ -227,9 +241,9 @@ def ca_bundle(value: object) -> Path | None:
         found = [p for p in (os.environ.get("SSL_CERT_FILE"), *HOST_BUNDLES) if p and Path(p).is_file()]
         return Path(found[0]).resolve() if found else None
     if not Path(text).is_file():
-        raise UsageError(f"--ca-bundle {text} is not a file. To fix, pass the PEM bundle your proxy's CA is in (or none).")
+        raise UsageError(f"{where} {text} is not a file. To fix, pass the PEM bundle your proxy's CA is in (or none).")
     if b"-----BEGIN CERTIFICATE-----" not in Path(text).read_bytes()[:4 << 20]:
-        raise UsageError(f"--ca-bundle {text} holds no PEM certificate. To fix, pass the PEM bundle your proxy's CA "
+        raise UsageError(f"{where} {text} holds no PEM certificate. To fix, pass the PEM bundle your proxy's CA "
                          "is in (-----BEGIN CERTIFICATE----- blocks), or none.")
     return Path(text).resolve()
 
@@ -237,10 +251,8 @@ def ca_bundle(value: object) -> Path | None:
 def check(inputs: Inputs, config: Mapping[str, object]) -> None:
     """Every flag-level input checked, without probing the host: what promote and the image tasks run before any
     engine call (options() checks the same, and resolves the arch)."""
-    if inputs.arch:
-        Arch.parse_list(inputs.arch)
     load_profile(inputs, config)
-    options(inputs, config, arch=Arch.parse_list(inputs.arch)[0] if inputs.arch else Arch.GFX942)
+    options(inputs, config, arch=inputs.archs[0] if inputs.archs else Arch.GFX942)
 
 
 def overrides(inputs: Inputs, config: Mapping[str, object]) -> dict[str, object]:
@@ -249,8 +261,9 @@ def overrides(inputs: Inputs, config: Mapping[str, object]) -> dict[str, object]
 
 
 def options(inputs: Inputs, config: Mapping[str, object], *, arch: Arch | None = None) -> Options:
-    chosen = arch or resolve(inputs.arch, host_runner).arch
-    ca = ca_bundle(pick(inputs.ca_bundle, config, "ca_bundle"))
+    chosen = arch or (inputs.archs[0] if inputs.archs else resolve(None, host_runner).arch)
+    ca = ca_bundle(pick(inputs.ca_bundle, config, "ca_bundle"),
+                   source(inputs.ca_bundle, config, "ca_bundle", "--ca-bundle"))
     model = Path(inputs.model).resolve() if inputs.model else None
     if model and not model.is_dir():
         raise UsageError(f"--model {inputs.model} is not a folder. To fix, pass a model folder (config.json and weights).")
@@ -262,7 +275,8 @@ def options(inputs: Inputs, config: Mapping[str, object], *, arch: Arch | None =
                          "lists (letters, digits, '_', '.', '-'; not starting with '-').")
     progress = str(pick(inputs.progress, config, "progress"))
     if progress not in ("auto", "plain", "tty", "quiet"):
-        raise UsageError(f"--progress {progress!r} is not one of auto, plain, tty, quiet.")
+        where = source(inputs.progress, config, "progress", "--progress")
+        raise UsageError(f"{where} {progress!r} is not one of auto, plain, tty, quiet.")
     if inputs.device not in (None, "cpu", "cuda"):
         raise UsageError(f"--device {inputs.device!r} is not cpu or cuda.")
     gpus = gpu_list(inputs.gpus, config)

@@ -15,11 +15,10 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from . import engine, metadata, pipeline, reproduce
-from .arch import Arch
 from .components import changed
 from .errors import EnvironmentProblem, StepFailed, UsageError
 from .plan import Plan, make_plan
-from .settings import Inputs, load_profile, options
+from .settings import Inputs, load_profile, options, parse_arch
 
 STEPS = ("preflight", "prepare", "wheels", "clean", "patch")
 
@@ -33,7 +32,7 @@ def label_inputs(labels: Mapping[str, str], given: Inputs, ref: str) -> tuple[In
     if not unit or not profile or not arch or "/wheels:" not in wheels:
         raise UsageError(f"{ref} lacks the io.atom-build labels of a clean or candidate image (unit, profile, arch, "
                          "wheels-image). To fix, pass an image built by invoke build-clean.")
-    inputs = replace(given, profile=given.profile or profile, arch=arch, ck_free=ck_mode == "ckfree")
+    inputs = replace(given, profile=given.profile or profile, archs=parse_arch(arch), ck_free=ck_mode == "ckfree")
     return inputs, unit, wheels.rsplit("/wheels:", 1)[0]
 
 
@@ -43,7 +42,7 @@ def rebuild_plan(cli, ref: str, given: Inputs, config: Mapping[str, object]) -> 
     labels = info.get("Config", {}).get("Labels") or {}
     inputs, unit_name, registry = label_inputs(labels, given, ref)
     plan = make_plan(load_profile(inputs, config),
-                     replace(options(inputs, config, arch=Arch.parse(str(inputs.arch))), registry=registry, cache="none"))
+                     replace(options(inputs, config, arch=inputs.archs[0]), registry=registry, cache="none"))
     unit = plan.unit(unit_name)
     if unit.key != labels.get(engine.KEY_LABEL):
         image_inputs = _json_object(labels.get(engine.INPUTS_LABEL))

@@ -95,7 +95,7 @@ def images(audit_base, upstream_packages, tmp_path_factory):
 
 
 def run_audit(tag, tmp_path=None, **kw):
-    args = {"arch": "gfx942", "model": None, "tp": (1,), "report_dir": tmp_path, "device": False, **kw}
+    args = {"arch": Arch.GFX942, "model": None, "tp": (1,), "report_dir": tmp_path, "device": False, **kw}
     return audit.audit(tag, **args)
 
 

@@ -9,6 +9,7 @@ from audit_helpers import REPO, apply_patches, make_context
 from rich.console import Console
 
 from cleanbuild import audit, engine
+from cleanbuild.arch import Arch
 from cleanbuild.errors import EnvironmentProblem, UsageError
 from validation.audit import run
 
@@ -24,7 +25,6 @@ HISTORY = [  # newest first, as the engine returns it
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"arch": "gfx90a"}, "architecture 'gfx90a' is not supported"),
     ({"tp": (0,)}, "--tp must be one or more sizes >= 1"),
     ({"tp": ()}, "--tp must be one or more sizes >= 1"),
     ({"tp": ("8", "x")}, "--tp must be one or more sizes >= 1"),
@@ -49,23 +49,23 @@ def test_a_model_folder_without_config_is_a_usage_error(tmp_path):
 def test_no_engine_is_exit_3(monkeypatch):
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     with pytest.raises(EnvironmentProblem) as info:
-        audit.audit("any:image", arch="gfx942", model=None, tp=(1,), report_dir=None, device=False)
+        audit.audit("any:image", arch=Arch.GFX942, model=None, tp=(1,), report_dir=None, device=False)
     assert (info.value.exit_code, "the Docker engine is not reachable" in str(info.value)) == (3, True)
 
 
 def test_model_folder_and_file_are_mounted_read_only(tmp_path):
     (tmp_path / "config.json").write_text("{}")
-    folder = audit.check_inputs("gfx942", str(tmp_path), ("1", "8"))
+    folder = audit.check_inputs(Arch.GFX942, str(tmp_path), ("1", "8"))
     assert folder.tp == (1, 8)
     inside = f"/opt/atom-audit-model/{tmp_path.name}"
     assert (folder.model_arg, folder.model_mount) == (inside, (str(tmp_path), inside, "ro"))
-    file = audit.check_inputs("gfx942", str(tmp_path / "config.json"), (1,))
+    file = audit.check_inputs(Arch.GFX942, str(tmp_path / "config.json"), (1,))
     assert file.model_mount == (str(tmp_path / "config.json"), f"{inside}/config.json", "ro")
     assert audit.check_inputs(None, "deepseek-v3", (8,)).model_mount is None
 
 
 def test_probe_spec_mounts_read_only_and_keeps_the_images_pythonpath(tmp_path):
-    inputs = audit.check_inputs("gfx942", "llama3-8b", (1, 8))
+    inputs = audit.check_inputs(Arch.GFX942, "llama3-8b", (1, 8))
     spec = audit.probe_spec(inputs, IMAGE_ATTRS, tmp_path, "RUN1", "python", want_csv=True)
     assert spec.name == "atom-audit-RUN1-python"
     assert spec.network == "none"

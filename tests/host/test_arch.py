@@ -137,7 +137,7 @@ def test_unsupported_detected_arch(tmp_path):
 
 def test_resolve_with_arch_does_not_probe(tmp_path):
     host = FakeHost({})
-    assert A.resolve("gfx950", host, tmp_path).arch is Arch.GFX950
+    assert A.resolve(Arch.GFX950, host, tmp_path).arch is Arch.GFX950
     assert host.calls == []
 
 

@@ -6,6 +6,7 @@ when invoke imports it."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -120,7 +121,7 @@ def test_bad_site_config_value_is_one_line_and_exit_2(capsys, tmp_path):
     conf = tmp_path / "site.yaml"
     conf.write_text("cleanbuild:\n  progress: loud\n")
     code, lines = fails(capsys, "-f", str(conf), "plan", "--arch", "gfx942")
-    assert (code, lines) == (2, ["error: --progress 'loud' is not one of auto, plain, tty, quiet."])
+    assert (code, lines) == (2, ["error: invoke.yaml cleanbuild.progress 'loud' is not one of auto, plain, tty, quiet."])
 
 
 def test_a_broken_file_given_with_f_is_refused_before_invoke_reads_it(capsys, tmp_path, monkeypatch):
@@ -160,3 +161,43 @@ def test_a_broken_site_config_is_one_line_and_exit_2(tmp_path, content, needle):
     assert (result.returncode, len(lines)) == (2, 1), result.stderr
     assert lines[0].startswith(f"error: {conf} is not a valid site config (") and needle in lines[0]
     assert "Traceback" not in result.stderr + result.stdout
+
+
+# ---- the arch is parsed once, at the edge -------------------------------------------------------------------
+
+def arch_parse_calls(tree: ast.AST) -> list[int]:
+    """Lines calling Arch.parse or Arch.parse_list."""
+    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute) and node.func.attr in ("parse", "parse_list")
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == "Arch"]
+
+
+def test_an_arch_name_becomes_an_arch_in_one_place():
+    """Outside arch.py itself (the parser, and host detection's own probe output), only settings.parse_arch turns
+    a name into an Arch: --arch of every task, nox -s validate --arch and an image's arch label."""
+    found = {}
+    for path in [*sorted((ROOT / "cleanbuild").rglob("*.py")), ROOT / "tasks.py"]:
+        if path.name == "arch.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for fn in [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]:
+            calls = arch_parse_calls(fn)
+            if calls:
+                found[f"{path.relative_to(ROOT)}:{fn.name}"] = len(calls)
+    assert list(found) == ["cleanbuild/settings.py:parse_arch"]
+
+
+def test_one_plan_command_parses_each_arch_name_once(capsys, monkeypatch):
+    from cleanbuild.arch import Arch
+
+    seen: list[str] = []
+    parse = Arch.parse.__func__
+
+    def counting(cls, name):
+        seen.append(name)
+        return parse(cls, name)
+
+    monkeypatch.setattr(Arch, "parse", classmethod(counting))
+    program().run(["invoke", "plan", "--arch", "gfx942,gfx950", "--json"])
+    assert len(plans_printed(capsys.readouterr().out)) == 2
+    assert seen == ["gfx942", "gfx950"]

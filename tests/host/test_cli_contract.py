@@ -88,6 +88,7 @@ BAD_INPUT = [
     (("promote", "registry.example:5000/atom-build/candidate:x", "--user-id", "0:x"),
      "error: --user-id '0:x' is not UID or UID:GID."),
     (("audit", "BAD!"), "error: audit IMAGE 'BAD!' is not an image reference."),
+    (("audit", "any:image", "--arch", "gfx90a"), "error: architecture 'gfx90a' is not supported"),
     (("audit", "--", "--format"), "error: the command line failed to parse because"),
     (("report", "no-such-tag"), "error: no report for no-such-tag."),
     (("pins", "--to", AITER_HEAD), "error: --to only means something with --bump."),

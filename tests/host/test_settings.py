@@ -120,31 +120,37 @@ def test_registry_flag_beats_config():
 # ---- options --------------------------------------------------------------------------------------------------
 
 def test_options_take_the_arch_given():
-    opts = options(Inputs(arch="gfx950", ck_free=True), {})
+    opts = options(Inputs(archs=(Arch.GFX950,), ck_free=True), {})
     assert (opts.arch, opts.ck_mode) == (Arch.GFX950, "ckfree")
 
 
 def test_missing_ca_bundle_is_named(tmp_path):
     with pytest.raises(UsageError) as info:
-        options(Inputs(arch="gfx942", ca_bundle=str(tmp_path / "no.pem")), {})
+        options(Inputs(archs=(Arch.GFX942,), ca_bundle=str(tmp_path / "no.pem")), {})
     assert f"--ca-bundle {tmp_path / 'no.pem'} is not a file" in one_line(info)
+
+
+def test_missing_ca_bundle_from_config_names_the_key(tmp_path):
+    with pytest.raises(UsageError) as info:
+        options(Inputs(archs=(Arch.GFX942,)), {"ca_bundle": str(tmp_path / "no.pem")})
+    assert f"invoke.yaml cleanbuild.ca_bundle {tmp_path / 'no.pem'} is not a file" in one_line(info)
 
 
 def test_ca_bundle_from_config_is_resolved(tmp_path):
     pem = tmp_path / "ca.pem"
     pem.write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
-    assert options(Inputs(arch="gfx942"), {"ca_bundle": str(pem)}).ca_bundle == pem.resolve()
+    assert options(Inputs(archs=(Arch.GFX942,)), {"ca_bundle": str(pem)}).ca_bundle == pem.resolve()
 
 
 def test_ca_bundle_none_means_no_bundle():
-    assert options(Inputs(arch="gfx942", ca_bundle="none"), {"ca_bundle": "/etc/hosts"}).ca_bundle is None
+    assert options(Inputs(archs=(Arch.GFX942,), ca_bundle="none"), {"ca_bundle": "/etc/hosts"}).ca_bundle is None
 
 
 def test_ca_bundle_auto_takes_what_this_host_trusts(tmp_path, monkeypatch):
     pem = tmp_path / "host.pem"
     pem.write_text("x")
     monkeypatch.setenv("SSL_CERT_FILE", str(pem))
-    assert options(Inputs(arch="gfx942"), {}).ca_bundle == pem.resolve()
+    assert options(Inputs(archs=(Arch.GFX942,)), {}).ca_bundle == pem.resolve()
 
 
 def test_ca_bundle_auto_without_any_bundle_is_none(monkeypatch, tmp_path):
@@ -155,23 +161,25 @@ def test_ca_bundle_auto_without_any_bundle_is_none(monkeypatch, tmp_path):
 
 def test_unknown_cache_mode_is_refused():
     with pytest.raises(UsageError, match="cleanbuild.cache 'always' is not one of auto, inline, registry, none"):
-        options(Inputs(arch="gfx942"), {"cache": "always"})
+        options(Inputs(archs=(Arch.GFX942,)), {"cache": "always"})
 
 
 def test_model_must_be_a_folder(tmp_path):
     with pytest.raises(UsageError) as info:
-        options(Inputs(arch="gfx942", model=str(tmp_path / "none")), {})
+        options(Inputs(archs=(Arch.GFX942,), model=str(tmp_path / "none")), {})
     assert f"--model {tmp_path / 'none'} is not a folder" in one_line(info)
 
 
 def test_bad_progress_is_refused():
-    with pytest.raises(UsageError, match="--progress 'loud' is not one of auto, plain, tty, quiet"):
-        options(Inputs(arch="gfx942"), {"progress": "loud"})
+    with pytest.raises(UsageError, match="^invoke.yaml cleanbuild.progress 'loud' is not one of auto, plain, tty"):
+        options(Inputs(archs=(Arch.GFX942,)), {"progress": "loud"})
+    with pytest.raises(UsageError, match="^--progress 'loud' is not one of auto, plain, tty"):
+        options(Inputs(archs=(Arch.GFX942,), progress="loud"), {"progress": "plain"})
 
 
 def test_bad_device_is_refused():
     with pytest.raises(UsageError, match="--device 'rocm' is not cpu or cuda"):
-        options(Inputs(arch="gfx942", device="rocm"), {})
+        options(Inputs(archs=(Arch.GFX942,), device="rocm"), {})
 
 
 @pytest.mark.parametrize("flag,config,gpus", [
@@ -179,25 +187,25 @@ def test_bad_device_is_refused():
     (None, {"gpus": "all"}, None), (None, {}, None),
 ])
 def test_gpus_parse_with_precedence(flag, config, gpus):
-    assert options(Inputs(arch="gfx942", gpus=flag), config).gpus == gpus
+    assert options(Inputs(archs=(Arch.GFX942,), gpus=flag), config).gpus == gpus
 
 
 def test_bad_gpus_are_refused():
     with pytest.raises(UsageError, match="--gpu 'first' is not a list of GPU indices"):
-        options(Inputs(arch="gfx942", gpus="first"), {})
+        options(Inputs(archs=(Arch.GFX942,), gpus="first"), {})
 
 
 def test_bad_registry_in_config_is_refused_before_any_build():
     with pytest.raises(UsageError, match="registry 'Atom Build'"):
-        options(Inputs(arch="gfx942"), {"registry": "Atom Build"})
+        options(Inputs(archs=(Arch.GFX942,)), {"registry": "Atom Build"})
 
 
 def test_user_flag_beats_config():
-    assert options(Inputs(arch="gfx942", user="flag"), {"user": "conf"}).user == "flag"
+    assert options(Inputs(archs=(Arch.GFX942,), user="flag"), {"user": "conf"}).user == "flag"
 
 
 def test_cache_dir_from_config(tmp_path):
-    assert options(Inputs(arch="gfx942"), {"cache_dir": str(tmp_path)}).cache_dir == tmp_path.resolve()
+    assert options(Inputs(archs=(Arch.GFX942,)), {"cache_dir": str(tmp_path)}).cache_dir == tmp_path.resolve()
 
 
 def test_run_ids_are_unique_and_sortable():

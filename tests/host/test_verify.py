@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cleanbuild import engine, metadata, verify
+from cleanbuild.arch import Arch
 from cleanbuild.errors import UsageError
 from cleanbuild.settings import Inputs
 
@@ -17,8 +18,8 @@ LABELS = {  # what the clean step writes and the candidate inherits (record.clea
 
 def test_label_inputs_give_profile_arch_ck_mode_unit_and_registry():
     inputs, unit, registry = verify.label_inputs(LABELS, Inputs(), "x")
-    assert (inputs.profile, inputs.arch, inputs.ck_free, unit, registry) == (
-        "offline", "gfx950", True, "candidate", "127.0.0.1:5000/team")
+    assert (inputs.profile, inputs.archs, inputs.ck_free, unit, registry) == (
+        "offline", (Arch.GFX950,), True, "candidate", "127.0.0.1:5000/team")
 
 
 def test_a_given_profile_beats_the_label():

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from cleanbuild import commands, engine, pipeline
+from cleanbuild.arch import Arch
 from cleanbuild.errors import StepFailed
 from cleanbuild.plan import make_plan
 from cleanbuild.settings import Inputs
@@ -216,7 +217,7 @@ def test_a_registry_that_goes_away_mid_push_leaves_no_release(docker_engine, off
 
         monkeypatch.setattr(engine, "push", push_after_the_registry_died)
         with pytest.raises(StepFailed) as info:
-            commands.promote(f"{prefix}/candidate@{digest}", Inputs(arch="gfx950", profile="offline", model=str(model),
+            commands.promote(f"{prefix}/candidate@{digest}", Inputs(archs=(Arch.GFX950,), profile="offline", model=str(model),
                                                                    registry=prefix, user=f"ci-gone-{RUN}"), {})
         assert str(info.value).startswith(f"push of {prefix}/atom-gfx950-ckfree:ci-gone-{RUN}_")
         assert "\n" not in str(info.value)
