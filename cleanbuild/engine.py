@@ -248,10 +248,14 @@ def _sealed_kwargs(spec: RunSpec) -> dict:
 @_boundary
 def remove_run_containers(cli, run_id: str) -> list[str]:
     """Every container a run created, found by its label (even one a Ctrl-C left with a random name)."""
+    import docker
+
     removed = []
-    for c in cli.containers.list(all=True, filters={"label": f"{metadata.RUN_LABEL}={run_id}"}):
-        c.remove(force=True)
-        removed.append(c.name)
+    # ignore_removed: a container that goes away between the list and its inspect (a --rm run ending) is not an error
+    for c in cli.containers.list(all=True, ignore_removed=True, filters={"label": f"{metadata.RUN_LABEL}={run_id}"}):
+        with contextlib.suppress(docker.errors.NotFound):
+            c.remove(force=True)
+            removed.append(c.name)
     return removed
 
 

@@ -185,7 +185,7 @@ def test_missing_image_is_exit_3(docker_engine):
 
 def test_no_probe_container_is_left_behind(images, docker_engine):
     run_audit(images["patched"])
-    assert [c.name for c in docker_engine.containers.list(all=True, filters={"name": "atom-audit-"})] == []
+    assert [c.name for c in docker_engine.containers.list(all=True, ignore_removed=True, filters={"name": "atom-audit-"})] == []
 
 
 def test_device_without_a_rocm_gpu_is_exit_3(images):
@@ -203,7 +203,7 @@ def test_ctrl_c_removes_the_container(images, docker_engine):
 
     def interrupt_when_running():
         for _ in range(200):
-            if docker_engine.containers.list(filters={"name": name, "status": "running"}):
+            if docker_engine.containers.list(ignore_removed=True, filters={"name": name, "status": "running"}):
                 os.kill(os.getpid(), signal.SIGINT)
                 return
             time.sleep(0.05)
@@ -211,4 +211,4 @@ def test_ctrl_c_removes_the_container(images, docker_engine):
     threading.Thread(target=interrupt_when_running, daemon=True).start()
     with pytest.raises(KeyboardInterrupt):
         audit.run_sealed(docker_engine, images["patched"], spec)
-    assert docker_engine.containers.list(all=True, filters={"name": name}) == []
+    assert docker_engine.containers.list(all=True, ignore_removed=True, filters={"name": name}) == []

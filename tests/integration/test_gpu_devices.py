@@ -131,4 +131,4 @@ def test_the_executors_gpu_run_passes_exactly_the_chosen_node(docker_engine, ima
     lines = result.logs.split()
     assert {str(VIDEO_GID), str(KFD_GID)} <= set(lines) and str(RENDER_GID) not in lines
     assert lines[-3:] == ["renderD128", "HIP_VISIBLE_DEVICES=0", "ROCR_VISIBLE_DEVICES=0"]
-    assert docker_engine.containers.list(all=True, filters={"name": spec.name}) == []
+    assert docker_engine.containers.list(all=True, ignore_removed=True, filters={"name": spec.name}) == []

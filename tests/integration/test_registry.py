@@ -143,8 +143,8 @@ def test_two_machines_build_once_and_promote_by_digest(docker_engine, offline_bu
         assert tag in registry_tags(registry, repo), image
 
     session = [b.plan for b in offline_builds.values()]
-    forget_machine(docker_engine, prefix, session)
-    try:
+    try:  # a forget that fails half-way still gets the session's names back
+        forget_machine(docker_engine, prefix, session)
         second = invoke("build-clean", "--profile", "offline", "--arch", "gfx950", "--ck-free", "--registry", prefix,
                         "--progress", "plain", "--user", f"ci-reg-{RUN}")
     finally:
@@ -176,8 +176,8 @@ def test_a_bump_on_a_fresh_node_pulls_everything_but_what_moved(docker_engine, o
     profile = bumped_profile(REPO / ".cache" / "test-profiles", "atom", ATOM_BUMP)
     plan = make_plan(profile, replace(first.options, run_id=f"itest-bump2-{RUN}"))
     session = [b.plan for b in offline_builds.values()]
-    forget_machine(docker_engine, prefix, [*session, plan])  # the bump's own images too, whoever left them here
-    try:
+    try:  # a forget that fails half-way still gets the session's names back
+        forget_machine(docker_engine, prefix, [*session, plan])  # the bump's own images too, whoever left them
         rec = pipeline.run(plan, docker_engine, BUILD, failed_report=False)
     finally:
         restore(docker_engine, session)
