@@ -41,7 +41,7 @@ class FakeContainers:
         self.engine.live.append(container)
         return container
 
-    def list(self, all=False, filters=None):  # noqa: A002 - the SDK's names
+    def list(self, all=False, filters=None, ignore_removed=False):  # noqa: A002 - the SDK's names
         key, value = filters["label"].split("=", 1)
         return [c for c in self.engine.live if c.labels.get(key) == value]
 
