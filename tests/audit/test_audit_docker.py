@@ -160,7 +160,7 @@ def test_model_coverage_writes_the_untuned_csv(images, tmp_path):
     (model / "config.json").write_text(json.dumps({
         "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32, "num_key_value_heads": 8,
         "vocab_size": 128256, "model_type": "llama"}))
-    result = run_audit(images["patched"], tmp_path / "report", model=str(model), tp=(1, 8), arch="gfx950")
+    result = run_audit(images["patched"], tmp_path / "report", model=str(model), tp=(1, 8), arch=Arch.GFX950)
     coverage = next(f for f in result.findings if f["id"] == "tuned-csv-coverage")
     assert coverage["status"] == "warning"  # 23/70: below the 90% threshold, never PRESENT
     assert coverage["evidence"][0].startswith("Llama-3-8B tp1: 23/70 shapes tuned for cu_num 256; missing ")
