@@ -51,6 +51,7 @@ from tests.support.builds import (  # noqa: E402
     ATOM_BUMP,
     Variant,
     bumped_profile,
+    forget,
     offline_plan,
 )
 
@@ -59,23 +60,14 @@ MATRIX = (Variant("gfx942", False), Variant("gfx942", True), Variant("gfx950", F
 LAYERDB = Path("/var/lib/docker/image/overlay2/layerdb/sha256")
 
 
-def images_of(cli, plan, keep: frozenset[str] = frozenset()) -> set[str]:
-    """Every name an image of the plan has here (each keyed unit, found by key or by name), but keys in keep."""
-    refs: set[str] = set()
-    for unit in getattr(plan, "units", ()):
-        if unit.key not in keep:
-            refs.add(unit.image)
-            for image_id, tags in engine.images_by_key(cli, unit.name, unit.key):
-                refs |= set(tags) or {image_id}
-    if not hasattr(plan, "units"):  # the code before per-component keys: three content-keyed names
-        refs |= {plan.patch.image, plan.clean.image, plan.wheels.image}
-    return refs
-
-
 def drop(cli, plans, keep: frozenset[str] = frozenset()) -> None:
+    """Every image of the plans here, by every name (tests.support.builds.forget), but keys in keep."""
     for plan in plans:
-        for ref in images_of(cli, plan, keep):
-            engine.untag(cli, ref)
+        if hasattr(plan, "units"):
+            forget(cli, [u for u in plan.units if u.key not in keep])
+        else:  # the code before per-component keys: three content-keyed names
+            for ref in (plan.patch.image, plan.clean.image, plan.wheels.image):
+                engine.untag(cli, ref)
 
 
 def builder_prune(tries: int = 10) -> None:
@@ -169,7 +161,7 @@ def nox_tests() -> float:
     return round(time.monotonic() - start, 1)
 
 
-def forget(cli, prefix: str) -> None:
+def forget_machine(cli, prefix: str) -> None:
     """A second machine: none of the first machine's images (every tag under the prefix), no BuildKit cache."""
     for image in cli.images.list():
         for tag in image.tags:
@@ -184,7 +176,7 @@ def registry_flow(cli, registry: str) -> dict:
     remote = make_plan(plan.profile, replace(plan.options, registry=prefix))
     prune(cli, [plan, remote])
     first, _ = timed_run(cli, remote)  # machine 1: cold, builds and pushes
-    forget(cli, prefix)
+    forget_machine(cli, prefix)
     second, steps = timed_run(cli, remote)  # machine 2: pulls by content key
     prune(cli, [plan])
     without, _ = timed_run(cli, plan)  # machine 2 without a registry: cold from scratch
