@@ -101,15 +101,21 @@ def unit_states(plan: Plan) -> list[dict]:
         cli = engine.client()
     except CleanBuildError as exc:
         return [{"state": "unknown", "why": f"no engine: {exc}"} for _ in plan.units]
-    out = []
+    build = "build" + (" (or pull)" if plan.options.remote else "")
+    out, had = [], {}  # unit name -> the image ID a build would take
     for unit in plan.units:
-        found = engine.find_by_key(cli, unit.name, unit.key, unit.image)
+        below = plan.below(unit)
+        if below is not None and below.name not in had:  # what is found here sits on an image not yet here
+            out.append({"state": build, "why": f"the image it starts FROM ({below.name}) is built first"})
+            continue
+        found = engine.find_by_key(cli, unit.name, unit.key, unit.image, had[below.name] if below else None)
         if found:
+            had[unit.name] = found[0]
             out.append({"state": "reused", "why": f"found here by key ({', '.join(found[1]) or found[0][:19]})"})
             continue
         last = engine.last_inputs(cli, unit.name, plan.stem if unit.variant else "", unit.key)
         why = ", ".join(changed(last, dict(unit.inputs))) if last is not None else "no earlier build here"
-        out.append({"state": "build" + (" (or pull)" if plan.options.remote else ""), "why": why})
+        out.append({"state": build, "why": why})
     return out
 
 

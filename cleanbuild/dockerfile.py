@@ -75,6 +75,18 @@ def reached(text: str, target: str, args: Mapping[str, str]) -> list[Stage]:
     return [s for n, s in stages.items() if n in seen]
 
 
+def base_image(path: Path, target: str | None, args: Mapping[str, str]) -> str:
+    """The image a target starts FROM, its FROM lines followed through stage names, with this build's arguments
+    substituted ("scratch" for a target that starts from nothing). No target: the file's last stage."""
+    preamble, stages = _parse(path.read_text())
+    values = {**_defaults(preamble), **args}
+    name, seen = (target if target is not None else list(stages)[-1]), set()
+    while name in stages and name not in seen:
+        seen.add(name)
+        name = _expand(stages[name].base, values)
+    return name
+
+
 def used_args(path: Path, target: str, args: Mapping[str, str]) -> set[str]:
     """The build arguments the target reads: ARGs of its stages and the global ARGs its FROM lines name."""
     text = path.read_text()

@@ -357,21 +357,31 @@ KEY_LABEL, UNIT_LABEL, VARIANT_LABEL, INPUTS_LABEL = (metadata.label(n) for n in
 
 
 @_boundary
+def _keyed(cli, unit: str, key: str) -> list:
+    found = cli.images.list(filters={"label": [f"{KEY_LABEL}={key}", f"{UNIT_LABEL}={unit}"]})
+    return sorted(found, key=lambda i: i.attrs.get("Created", ""), reverse=True)
+
+
 def images_by_key(cli, unit: str, key: str) -> list[tuple[str, tuple[str, ...]]]:
     """(image ID, its tags) of every local image built for this unit and key, whatever its name, newest first.
     More than one where the engine cannot build reproducibly (Docker 20.10 stamps build times) and an image was
     built again while an earlier one kept another name (a registry name, another plan's)."""
-    found = cli.images.list(filters={"label": [f"{KEY_LABEL}={key}", f"{UNIT_LABEL}={unit}"]})
-    found = sorted(found, key=lambda i: i.attrs.get("Created", ""), reverse=True)
-    return [(i.id, tuple(i.tags)) for i in found]
+    return [(i.id, tuple(i.tags)) for i in _keyed(cli, unit, key)]
 
 
-def find_by_key(cli, unit: str, key: str, name: str = "") -> tuple[str, tuple[str, ...]] | None:
+def find_by_key(cli, unit: str, key: str, name: str = "", on: str | None = None) -> tuple[str, tuple[str, ...]] | None:
     """(image ID, its tags) of a local image built for this unit and key, whatever its name; None if none. Where
     several carry the key, the one already named `name`, else the newest: a name never moves to another image of
-    the same key, so what was built FROM it stays built FROM the same bytes."""
-    found = images_by_key(cli, unit, key)
-    return next((i for i in found if name in i[1]), found[0] if found else None)
+    the same key, so what was built FROM it stays built FROM the same bytes.
+    on: the image (name or ID) the unit's target starts FROM. Only an image built on exactly its layers is taken:
+    one built on another image of that key (Docker 20.10 rebuilds with new bytes) would ship those layers again
+    under the next build that starts FROM the name, so it is built again instead."""
+    found = _keyed(cli, unit, key)
+    if on is not None:
+        below = layers(cli, on)
+        found = [i for i in found if i.attrs.get("RootFS", {}).get("Layers", [])[:len(below)] == below]
+    pairs = [(i.id, tuple(i.tags)) for i in found]
+    return next((i for i in pairs if name in i[1]), pairs[0] if pairs else None)
 
 
 @_boundary

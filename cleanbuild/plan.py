@@ -18,6 +18,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from . import lock, lockfile, metadata, srcplan
 from .checkout import Checkout
 from .components import BUILD_ENVS, WHEEL_UNITS, Unit, make_unit, text_digest
+from .dockerfile import base_image
 from .errors import UsageError
 from .gitrepo import is_url, local_path
 from .profiles import Profile, strings, table
@@ -77,6 +78,12 @@ class Plan:
 
     def unit(self, name: str) -> Unit:
         return next(u for u in self.units if u.name == name)
+
+    def below(self, unit: Unit) -> Unit | None:
+        """The unit of this plan whose image unit's target starts FROM (clean: the ATOM layer's), or None (the
+        base image, scratch): what a found image of unit must be built on to share its layers byte for byte."""
+        base = base_image(unit.dockerfile, unit.target, dict(unit.args))
+        return next((u for u in self.units if u.image == base), None)
 
     def step_units(self, step: str) -> tuple[Unit, ...]:
         """The units a build step makes: wheels (every component, then the assembly), clean (the three layers)."""

@@ -79,15 +79,18 @@ def _containerd_store(rec: BuildRecord) -> bool:
 
 def _ensure(ctx: Ctx, rec: BuildRecord, unit: Unit, labels: tuple[tuple[str, str], ...] = ()) -> UnitRecord:
     """The unit's image: found here by its key (whatever its name; tagged with the plan's name), pulled from the
-    registry, or built. With a remote registry, the registry is made to hold it (a manifest check, a push when
-    missing), so another node finds every image this build used."""
+    registry, or built. A found image must sit on the image its target starts FROM (engine.find_by_key's on: the
+    unit below was had first and holds its name). With a remote registry, the registry is made to hold it (a
+    manifest check, a push when missing), so another node finds every image this build used."""
     o, cli = ctx.plan.options, ctx.cli
     if not ctx.rebuild:
-        found = engine.find_by_key(cli, unit.name, unit.key, unit.image)
+        below = ctx.plan.below(unit)
+        on = below.image if below is not None else None
+        found = engine.find_by_key(cli, unit.name, unit.key, unit.image, on)
         how = "found here by key"
         if found is None and o.remote:
             pulled = engine.pull(cli, unit.image)
-            found = engine.find_by_key(cli, unit.name, unit.key, unit.image) if pulled else None
+            found = engine.find_by_key(cli, unit.name, unit.key, unit.image, on) if pulled else None
             how = "pulled from the registry by key"
         if found is not None:
             image_id, tags = found
