@@ -51,7 +51,7 @@ class Image:
         return [name for name, i in self.fake.names.items() if i == self.id]
 
     def tag(self, repository: str, tag: str | None = None) -> bool:
-        return self.fake.call("image.tag", lambda: self.fake.names.update({f"{repository}:{tag or 'latest'}": self.id}) or True)
+        return self.fake.call("image.tag", f"{repository}:{tag}", lambda: self.fake.names.update({f"{repository}:{tag or 'latest'}": self.id}) or True)
 
 
 class Images:
@@ -59,13 +59,13 @@ class Images:
         self.fake = fake
 
     def get(self, ref: str) -> Image:
-        return self.fake.call("images.get", lambda: self.fake.image(ref))
+        return self.fake.call("images.get", ref, lambda: self.fake.image(ref))
 
     def list(self, name: str | None = None, all: bool = False, filters: dict | None = None) -> list[Image]:  # noqa: A002 - the SDK's names
-        return self.fake.call("images.list", lambda: [i for i in self.fake.by_id.values() if _matches(i.labels, filters)])
+        return self.fake.call("images.list", "", lambda: [i for i in self.fake.by_id.values() if _matches(i.labels, filters)])
 
     def remove(self, image: str, force: bool = False, noprune: bool = False) -> None:
-        self.fake.call("images.remove", lambda: self.fake.remove_image(image, force))
+        self.fake.call("images.remove", image, lambda: self.fake.remove_image(image, force))
 
 
 class Api:
@@ -80,10 +80,10 @@ class Api:
             return {"Id": i.id, "RepoTags": i.tags, "Created": i.attrs["Created"], "Size": 1000 * len(i.layers),
                     "RootFS": {"Type": "layers", "Layers": list(i.layers)}, "Config": {"Labels": dict(i.labels)}}
 
-        return self.fake.call("api.inspect_image", inspect)
+        return self.fake.call("api.inspect_image", ref, inspect)
 
     def history(self, ref: str) -> list[dict]:
-        return self.fake.call("api.history", lambda: [{"Size": 1000, "CreatedBy": f"layer {layer}"}
+        return self.fake.call("api.history", ref, lambda: [{"Size": 1000, "CreatedBy": f"layer {layer}"}
                                                       for layer in reversed(self.fake.image(ref).layers)])
 
 
@@ -105,13 +105,13 @@ class Container:
             self.exit_code, self.output = program(self)
             self.status = "exited"
 
-        self.fake.call("container.start", started)
+        self.fake.call("container.start", self.name, started)
 
     def wait(self, timeout: float | None = None) -> dict:
-        return self.fake.call("container.wait", lambda: {"StatusCode": self.exit_code})
+        return self.fake.call("container.wait", self.name, lambda: {"StatusCode": self.exit_code})
 
     def logs(self, stdout: bool = True, stderr: bool = True) -> bytes:
-        return self.fake.call("container.logs", lambda: self.output.encode())
+        return self.fake.call("container.logs", self.name, lambda: self.output.encode())
 
     def get_archive(self, path: str) -> tuple:
         def archive():
@@ -124,7 +124,7 @@ class Container:
                 tar.addfile(info, io.BytesIO(self.image.files[path]))
             return iter([out.getvalue()]), {"name": Path(path).name}
 
-        return self.fake.call("container.get_archive", archive)
+        return self.fake.call("container.get_archive", self.name, archive)
 
     def remove(self, force: bool = False, v: bool = False) -> None:
         def remove():
@@ -132,7 +132,7 @@ class Container:
                 raise docker.errors.NotFound(f"No such container: {self.name}")
             self.removed = True
 
-        self.fake.call("container.remove", remove)
+        self.fake.call("container.remove", self.name, remove)
 
 
 class Containers:
@@ -149,7 +149,7 @@ class Containers:
             self.fake.created.append(container)
             return container
 
-        return self.fake.call("containers.create", create)
+        return self.fake.call("containers.create", name or "", create)
 
     def get(self, name: str) -> Container:
         def get():
@@ -158,10 +158,10 @@ class Containers:
                 raise docker.errors.NotFound(f"No such container: {name}")
             return found[0]
 
-        return self.fake.call("containers.get", get)
+        return self.fake.call("containers.get", name, get)
 
     def list(self, all: bool = False, filters: dict | None = None, ignore_removed: bool = False) -> list[Container]:  # noqa: A002 - the SDK's names
-        return self.fake.call("containers.list", lambda: [c for c in self.fake.live() if _matches(c.labels, filters)
+        return self.fake.call("containers.list", "", lambda: [c for c in self.fake.live() if _matches(c.labels, filters)
                                                           and (all or c.status == "running")])
 
 
@@ -173,9 +173,7 @@ class FakeEngine:
         self.names: dict[str, str] = {}  # repository:tag -> image ID
         self.created: list[Container] = []  # every container ever created; live() are those not removed
         self.programs: dict[str, Program] = {}  # container-name prefix -> what such a container does when started
-        self.calls: list[str] = []
-        self._refusals: dict[str, list[Exception]] = {}
-        self._afters: dict[str, list[Callable[[], None]]] = {}
+        self._faults: list[tuple[str, str, Exception | Callable[[], None]]] = []  # (call, subject prefix, what), once each
         self.images, self.containers, self.api = Images(self), Containers(self), Api(self)
 
     def add_image(self, layers: tuple[str, ...], labels: dict | None = None, name: str | None = None,
@@ -211,21 +209,24 @@ class FakeEngine:
     def live(self) -> list[Container]:
         return [c for c in self.created if not c.removed]
 
-    def refuse(self, call: str, error: Exception, times: int = 1) -> None:
-        """The engine answers `error` instead of doing `call` (the next `times` calls)."""
-        self._refusals.setdefault(call, []).extend([error] * times)
+    def refuse(self, call: str, error: Exception, subject: str = "") -> None:
+        """The engine answers `error` instead of doing the next `call` on a subject starting with `subject` (an
+        image reference, a container's name)."""
+        self._faults.append((call, subject, error))
 
-    def after(self, call: str, action: Callable[[], None], times: int = 1) -> None:
-        """`action` runs once the engine has done `call`, before the SDK returns (the next `times` calls)."""
-        self._afters.setdefault(call, []).extend([action] * times)
+    def after(self, call: str, action: Callable[[], None], subject: str = "") -> None:
+        """`action` runs once the engine has done the next `call` on such a subject, before the SDK returns."""
+        self._faults.append((call, subject, action))
 
-    def call(self, name: str, work: Callable):
-        self.calls.append(name)
-        if self._refusals.get(name):
-            raise self._refusals[name].pop(0)
+    def call(self, name: str, subject: str, work: Callable):
+        fault = next((f for f in self._faults if f[0] == name and subject.startswith(f[1])), None)
+        if fault is not None:
+            self._faults.remove(fault)
+            if isinstance(fault[2], Exception):
+                raise fault[2]
         result = work()
-        if self._afters.get(name):
-            self._afters[name].pop(0)()
+        if fault is not None:
+            fault[2]()
         return result
 
 
