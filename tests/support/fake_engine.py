@@ -173,7 +173,7 @@ class FakeEngine:
         self.names: dict[str, str] = {}  # repository:tag -> image ID
         self.created: list[Container] = []  # every container ever created; live() are those not removed
         self.programs: dict[str, Program] = {}  # container-name prefix -> what such a container does when started
-        self._faults: list[tuple[str, str, Exception | Callable[[], None]]] = []  # (call, subject prefix, what), once each
+        self._faults: list[tuple[str, str, BaseException | Callable[[], None]]] = []  # (call, subject prefix, what), once each
         self.images, self.containers, self.api = Images(self), Containers(self), Api(self)
 
     def add_image(self, layers: tuple[str, ...], labels: dict | None = None, name: str | None = None,
@@ -209,9 +209,9 @@ class FakeEngine:
     def live(self) -> list[Container]:
         return [c for c in self.created if not c.removed]
 
-    def refuse(self, call: str, error: Exception, subject: str = "") -> None:
+    def refuse(self, call: str, error: BaseException, subject: str = "") -> None:
         """The engine answers `error` instead of doing the next `call` on a subject starting with `subject` (an
-        image reference, a container's name)."""
+        image reference, a container's name). KeyboardInterrupt: Ctrl-C arrives while the call is under way."""
         self._faults.append((call, subject, error))
 
     def after(self, call: str, action: Callable[[], None], subject: str = "") -> None:
@@ -222,7 +222,7 @@ class FakeEngine:
         fault = next((f for f in self._faults if f[0] == name and subject.startswith(f[1])), None)
         if fault is not None:
             self._faults.remove(fault)
-            if isinstance(fault[2], Exception):
+            if isinstance(fault[2], BaseException):
                 raise fault[2]
         result = work()
         if fault is not None:
