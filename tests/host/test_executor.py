@@ -166,3 +166,14 @@ def test_a_users_image_that_fails_keeps_its_own_names(plan, fake):
     with pytest.raises(StepFailed):
         pipeline.run(plan, fake, ("validate",), rec)
     assert fake.tags(plan.release_repo) == [] and fake.names == {"me/mine:1": image}
+
+
+def test_an_error_that_is_not_cleanbuilds_after_the_tag_still_removes_the_release_tag(plan, fake, tmp_path,
+                                                                                     monkeypatch):
+    """The report step cannot make its folder (an OSError: a file stands where the reports go); cleanup runs as
+    for any failure, and the error goes on to the caller."""
+    (tmp_path / "taken").write_text("")
+    monkeypatch.setattr(report, "REPORTS", tmp_path / "taken" / "reports")
+    with pytest.raises(NotADirectoryError):
+        pipeline.run(plan, fake, BUILD)
+    assert fake.tags(plan.release_repo) == [failed_tag(plan)]
