@@ -38,7 +38,7 @@ def run(plan: Plan, cli, names: Iterable[str], rec: BuildRecord | None = None, *
     except KeyboardInterrupt:
         notes = _cleanup(ctx, ctx.journal.failed or rec, failed_report, "interrupted")
         raise Interrupted(f"interrupted; {notes}") from None
-    except CleanBuildError as exc:
+    except Exception as exc:  # not only ours: an OSError after the tag step must not leave the release tag
         notes = _cleanup(ctx, ctx.journal.failed or rec, failed_report, str(exc))
         console.print(f"[red]{notes}[/red]")
         raise

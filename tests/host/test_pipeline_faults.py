@@ -1,5 +1,6 @@
-"""Faults at exact points, without an engine: a Ctrl-C while a file is read from an image (defect 3), a second
-Ctrl-C during cleanup (defect 4), a Ctrl-C during `wheels --export` (defect 7)."""
+"""Faults at exact points, on the shared fake engine (tests/support/fake_engine.py): a Ctrl-C while a file is read
+from an image (defect 3), a second Ctrl-C during cleanup (defect 4), a Ctrl-C during `wheels --export` (defect 7).
+The executor's whole cleanup, run by run, is in test_executor."""
 
 from __future__ import annotations
 
@@ -18,104 +19,50 @@ from cleanbuild.metadata import RUN_LABEL
 from cleanbuild.plan import make_plan
 from cleanbuild.record import StepFailedWith
 from cleanbuild.spec import Options
+from tests.support.fake_engine import FakeEngine, ctrl_c
+
+VERSIONS = {"/opt/atom-build/versions.json": b'{"rocm": null}'}
 
 
-class FakeContainer:
-    def __init__(self, engine_, name, labels):
-        self.engine, self.name, self.labels, self.removed = engine_, name, labels, False
-
-    def get_archive(self, path):
-        raise KeyboardInterrupt  # the user presses Ctrl-C while the file streams
-
-    def remove(self, force=False):
-        self.removed = True
-        self.engine.live.remove(self)
+@pytest.fixture
+def fake():
+    f = FakeEngine()
+    f.add_image(("base",), name="some/image", files=VERSIONS)
+    return f
 
 
-class FakeContainers:
-    def __init__(self, engine_):
-        self.engine = engine_
-
-    def create(self, image, command=None, entrypoint=None, network_disabled=None, name=None, labels=None):
-        container = FakeContainer(self.engine, name, labels or {})
-        self.engine.live.append(container)
-        return container
-
-    def list(self, all=False, filters=None, ignore_removed=False):  # noqa: A002 - the SDK's names
-        key, value = filters["label"].split("=", 1)
-        return [c for c in self.engine.live if c.labels.get(key) == value]
-
-
-class FakeEngine:
-    def __init__(self):
-        self.live: list[FakeContainer] = []
-        self.containers = FakeContainers(self)
-
-
-def test_ctrl_c_while_reading_a_file_leaves_no_container():
-    cli = FakeEngine()
+def test_ctrl_c_while_reading_a_file_leaves_no_container(fake):
+    fake.refuse("container.get_archive", KeyboardInterrupt())  # the user presses Ctrl-C while the file streams
     with pytest.raises(KeyboardInterrupt):
-        engine.read_file(cli, "some/image", "/opt/atom-build/versions.json", run_id="r1")
-    assert cli.live == []
+        engine.read_file(fake, "some/image", "/opt/atom-build/versions.json", run_id="r1")
+    assert fake.live() == []
 
 
-class PressedDuringCreate(FakeContainers):
+def test_ctrl_c_between_create_and_its_return_still_removes_the_read_container(fake):
     """The engine has created the container when Ctrl-C lands, before the SDK hands it back (CI, 2026-12-01: the
     container was left, and every later test that counts containers failed)."""
-
-    streams = False
-
-    def create(self, image, **kw):
-        container = (StreamingContainer if self.streams else FakeContainer)(self.engine, kw["name"], kw["labels"])
-        self.engine.live.append(container)
-        os.kill(os.getpid(), signal.SIGINT)
-        return container
-
-
-class StreamingContainer(FakeContainer):
-    def get_archive(self, path):
-        return iter([_one_file_tar(b'{"rocm": null}')]), {}
-
-
-def _one_file_tar(data: bytes) -> bytes:
-    import io
-    import tarfile
-
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w") as tar:
-        info = tarfile.TarInfo("versions.json")
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
-    return out.getvalue()
-
-
-def test_ctrl_c_between_create_and_its_return_still_removes_the_read_container():
-    cli = FakeEngine()
-    cli.containers = PressedDuringCreate(cli)
-    cli.containers.streams = True
+    fake.after("containers.create", ctrl_c)
     with pytest.raises(KeyboardInterrupt):  # delivered once the read is over
-        engine.read_file(cli, "some/image", "/opt/atom-build/versions.json", run_id="r1")
-    assert cli.live == []
+        engine.read_file(fake, "some/image", "/opt/atom-build/versions.json", run_id="r1")
+    assert fake.live() == []
 
 
-def test_a_read_inside_cleanup_leaves_ctrl_c_to_cleanup():
+def test_a_read_inside_cleanup_leaves_ctrl_c_to_cleanup(fake):
     """Nested: the read does not raise mid-cleanup; cleanup counts the press and runs to its end."""
-    cli = FakeEngine()
-    cli.containers = PressedDuringCreate(cli)
+    fake.after("containers.create", ctrl_c)
+    fake.refuse("container.get_archive", KeyboardInterrupt())
     with interrupts.held(reraise=False) as pressed:
-        with pytest.raises(KeyboardInterrupt):  # FakeContainer's stream is interrupted by the user, as before
-            engine.read_file(cli, "some/image", "/x", run_id="r1")
+        with pytest.raises(KeyboardInterrupt):  # the stream is interrupted by the user, as before
+            engine.read_file(fake, "some/image", "/x", run_id="r1")
         done = "cleanup went on"
-    assert (done, pressed, cli.live) == ("cleanup went on", [signal.SIGINT], [])
+    assert (done, pressed, fake.live()) == ("cleanup went on", [signal.SIGINT], [])
 
 
-def test_every_container_a_run_creates_carries_its_label_so_cleanup_finds_it():
-    cli = FakeEngine()
-    left = FakeContainer(cli, "atom-read-r2-7", {RUN_LABEL: "r2"})
-    other = FakeContainer(cli, "someone-else", {RUN_LABEL: "r3"})
-    cli.live += [left, other]
-    assert engine.remove_run_containers(cli, "r2") == ["atom-read-r2-7"]
-    assert cli.live == [other]
+def test_every_container_a_run_creates_carries_its_label_so_cleanup_finds_it(fake):
+    fake.containers.create("some/image", name="atom-read-r2-7", labels={RUN_LABEL: "r2"})
+    other = fake.containers.create("some/image", name="someone-else", labels={RUN_LABEL: "r3"})
+    assert engine.remove_run_containers(fake, "r2") == ["atom-read-r2-7"]
+    assert fake.live() == [other]
 
 
 def test_a_second_ctrl_c_during_cleanup_is_held_back():

@@ -12,50 +12,7 @@ from cleanbuild import buildx, commands, dockerfile, engine, steps
 from cleanbuild.record import BuildRecord
 from cleanbuild.spec import DOCKER_DIR
 from tests.support.builds import VARIANTS, offline_plan
-
-
-class Image:
-    def __init__(self, store, image_id, labels, layers, created):
-        self.store, self.id, self.labels, self.layers = store, image_id, labels, layers
-        self.attrs = {"Created": created, "RootFS": {"Layers": list(layers)}}
-
-    @property
-    def tags(self):
-        return [t for t, i in self.store.names.items() if i == self.id]
-
-    def tag(self, repository, tag):
-        self.store.names[f"{repository}:{tag}"] = self.id
-        return True
-
-
-class Store:
-    """images.list (label filters), images.get and api.inspect_image (by name or ID), names that move."""
-
-    def __init__(self):
-        self.images, self.names, self.built = {}, {}, []
-
-    def add(self, unit, layers, name=None):
-        image_id = f"sha256:{len(self.images):04d}"
-        labels = {engine.UNIT_LABEL: unit.name, engine.KEY_LABEL: unit.key}
-        self.images[image_id] = Image(self, image_id, labels, tuple(layers), f"2026-12-01T{len(self.images):04d}")
-        if name:
-            self.names[name] = image_id
-        return image_id
-
-    def get(self, ref):
-        return self.images[self.names.get(ref, ref)]
-
-    def list(self, filters):
-        wanted = dict(f.split("=", 1) for f in filters["label"])
-        return [i for i in self.images.values() if all(i.labels.get(k) == v for k, v in wanted.items())]
-
-    def inspect_image(self, ref):
-        return {"RootFS": {"Layers": list(self.get(ref).layers)}}
-
-
-class Cli:
-    def __init__(self, store):
-        self.images, self.api = store, store
+from tests.support.fake_engine import Builds, FakeEngine, keyed
 
 
 @pytest.fixture
@@ -64,19 +21,13 @@ def plan():
 
 
 @pytest.fixture
-def store(plan, monkeypatch):
+def fake(plan, monkeypatch):
     """The plan's venv here; a build of a unit stacks one layer named for it on the image it starts FROM."""
-    s = Store()
-    s.add(plan.unit("venv"), ("base", "venv"), plan.unit("venv").image)
-
-    def build(spec, options, **kw):
-        unit = next(u for u in plan.units if u.image == spec.image)
-        below = plan.below(unit)
-        s.built.append(unit.name)
-        return s.add(unit, (*s.get(below.image).layers, f"{unit.name}-{len(s.built)}"), unit.image)
-
-    monkeypatch.setattr(buildx, "build", build)
-    return s
+    f = FakeEngine()
+    f.add_image(("base", "venv"), keyed(plan.unit("venv")), plan.unit("venv").image)
+    f.builds = Builds(f, plan)
+    monkeypatch.setattr(buildx, "build", f.builds)
+    return f
 
 
 def ensure_clean_and_candidate(plan, cli) -> list[str]:
@@ -102,52 +53,47 @@ def test_base_image_follows_stages_and_substitutes_arguments(tmp_path):
     assert dockerfile.base_image(looped, "a", {}) == "a"  # a loop ends; BuildKit refuses the file itself
 
 
-def test_a_chain_that_holds_is_reused_whole(plan, store):
-    cli = Cli(store)
-    assert ensure_clean_and_candidate(plan, cli) == ["reused", "built", "built", "built"]
-    store.built.clear()
-    assert ensure_clean_and_candidate(plan, cli) == ["reused"] * 4 and store.built == []
+def test_a_chain_that_holds_is_reused_whole(plan, fake):
+    assert ensure_clean_and_candidate(plan, fake) == ["reused", "built", "built", "built"]
+    fake.builds.built.clear()
+    assert ensure_clean_and_candidate(plan, fake) == ["reused"] * 4 and fake.builds.built == []
 
 
-def test_a_layer_built_on_another_image_of_the_key_below_is_built_again(plan, store):
+def test_a_layer_built_on_another_image_of_the_key_below_is_built_again(plan, fake):
     """The ATOM layer's name on a second image of its key (new bytes): the clean image and the candidate found by
     key sit on the first one, so both are built again on the named one, and the candidate holds its layers."""
-    cli = Cli(store)
-    ensure_clean_and_candidate(plan, cli)
+    ensure_clean_and_candidate(plan, fake)
     atom = plan.unit("atom-layer")
-    store.add(atom, ("base", "venv", "atom-again"), atom.image)  # the name moves to the new image
-    store.built.clear()
-    assert ensure_clean_and_candidate(plan, cli) == ["reused", "reused", "built", "built"]
-    assert store.inspect_image(plan.patch.image)["RootFS"]["Layers"][:3] == ["base", "venv", "atom-again"]
+    fake.add_image(("base", "venv", "atom-again"), keyed(atom), atom.image)  # the name moves to the new image
+    fake.builds.built.clear()
+    assert ensure_clean_and_candidate(plan, fake) == ["reused", "reused", "built", "built"]
+    assert fake.api.inspect_image(plan.patch.image)["RootFS"]["Layers"][:3] == ["base", "venv", "atom-again"]
 
 
-def test_of_two_images_of_a_key_the_one_on_the_named_image_below_is_taken(plan, store):
-    cli = Cli(store)
-    ensure_clean_and_candidate(plan, cli)
+def test_of_two_images_of_a_key_the_one_on_the_named_image_below_is_taken(plan, fake):
+    ensure_clean_and_candidate(plan, fake)
     atom, clean = plan.unit("atom-layer"), plan.unit("clean")
-    first_clean = store.names[clean.image]
-    store.add(atom, ("base", "venv", "atom-again"), atom.image)
-    on_it = store.add(clean, ("base", "venv", "atom-again", "clean-x"))  # no name: left by another run
-    store.built.clear()
-    assert ensure_clean_and_candidate(plan, cli) == ["reused", "reused", "reused", "built"]
-    assert store.names[clean.image] == on_it != first_clean and store.built == ["candidate"]
+    first_clean = fake.names[clean.image]
+    fake.add_image(("base", "venv", "atom-again"), keyed(atom), atom.image)
+    on_it = fake.add_image(("base", "venv", "atom-again", "clean-x"), keyed(clean))  # no name: left by another run
+    fake.builds.built.clear()
+    assert ensure_clean_and_candidate(plan, fake) == ["reused", "reused", "reused", "built"]
+    assert fake.names[clean.image] == on_it != first_clean and fake.builds.built == ["candidate"]
 
 
-def test_the_plan_preview_says_what_a_build_would_rebuild(plan, store, monkeypatch):
-    cli = Cli(store)
-    ensure_clean_and_candidate(plan, cli)
+def test_the_plan_preview_says_what_a_build_would_rebuild(plan, fake, monkeypatch):
+    ensure_clean_and_candidate(plan, fake)
     atom = plan.unit("atom-layer")
-    store.add(atom, ("base", "venv", "atom-again"), atom.image)
-    monkeypatch.setattr(engine, "client", lambda: cli)
+    fake.add_image(("base", "venv", "atom-again"), keyed(atom), atom.image)
+    monkeypatch.setattr(engine, "client", lambda: fake)
     states = dict(zip((u.name for u in plan.units), commands.unit_states(plan), strict=True))
     assert [states[n]["state"] for n in ("venv", "atom-layer", "clean", "candidate")] == [
         "reused", "reused", "build", "build"]
     assert states["candidate"]["why"] == "the image it starts FROM (clean) is built first"
 
 
-def test_a_rebuild_below_means_a_rebuild_above_in_the_preview(plan, store, monkeypatch):
-    cli = Cli(store)
-    monkeypatch.setattr(engine, "client", lambda: cli)
+def test_a_rebuild_below_means_a_rebuild_above_in_the_preview(plan, fake, monkeypatch):
+    monkeypatch.setattr(engine, "client", lambda: fake)
     states = dict(zip((u.name for u in plan.units), commands.unit_states(plan), strict=True))
     assert states["venv"]["state"] == "reused"  # only the venv is here: every layer above it is to build
     assert [states[n]["state"] for n in ("atom-layer", "clean", "candidate")] == ["build"] * 3

@@ -58,10 +58,11 @@ class Built:
 
 
 def offline_plan(variant: Variant, run_id: str = SESSION_RUN, *, model: Path | None = None, user: str = "user",
-                 overrides: dict | None = None) -> Plan:
+                 overrides: dict | None = None, cache_dir: Path | None = None) -> Plan:
     profile = profiles.load("offline", overrides)
     options = Options(arch=Arch.parse(variant.arch), ck_free=variant.ck_free, run_id=f"{run_id}-{variant.name}",
-                      progress="plain", ca_bundle=ca_bundle("auto"), model=model, user=user)
+                      progress="plain", ca_bundle=ca_bundle("auto"), model=model, user=user,
+                      **({"cache_dir": cache_dir} if cache_dir else {}))
     return make_plan(profile, options)
 
 
