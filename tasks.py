@@ -41,7 +41,7 @@ def _check_site_files() -> None:
 _check_site_files()
 
 from cleanbuild import boundary, commands, refs  # noqa: E402 - after the site-config check above
-from cleanbuild.settings import Inputs, parse_arch, site_config  # noqa: E402
+from cleanbuild.settings import FLAGS, Request, parse_arch, resolve  # noqa: E402
 
 
 class TaskProgram(Program):
@@ -103,7 +103,7 @@ COMMON_HELP = {
 
 def cli_task(*, iterable: tuple[str, ...] = (), **extra: str):
     """One declaration per flag: the task's signature names it (with its default), its help is COMMON_HELP's or
-    the task's own (extra), and _inputs takes it into the request by the same name. Wrapped in _guard."""
+    the task's own (extra), and _request takes it into the request by the same name. Wrapped in _guard."""
 
     def wrap(fn):
         names = [p.rstrip("_") for p in list(inspect.signature(fn).parameters)[1:]]
@@ -129,23 +129,10 @@ def _guard(fn):
     return wrapper
 
 
-def _conf(c) -> dict:
-    return site_config(c.config.get("cleanbuild"))
-
-
-# flag -> Inputs field, for the flags that reach the request (the rest are the task's own).
-INPUT_FLAGS = {"arch": "archs", "ck_free": "ck_free", "profile": "profile", "set": "sets", "builder": "builder",
-               "ca_bundle": "ca_bundle", "progress": "progress", "model": "model", "allow_no_smoke": "allow_no_smoke",
-               "user": "user", "gpu": "gpus", "user_id": "container_user", "registry": "registry", "src": "src"}
-
-
-def _inputs(flags: dict[str, object], *, matrix: bool = False) -> Inputs:
-    """The task's flags (its locals()) into Inputs; --arch parsed here, a list only for matrix tasks."""
-    kw = {field: flags[flag] for flag, field in INPUT_FLAGS.items() if flag in flags}
-    kw["archs"] = parse_arch(kw.pop("archs", None), matrix=matrix)
-    kw["sets"] = tuple(kw.get("sets") or ())
-    kw["src"] = tuple(kw.get("src") or ())
-    return Inputs(**kw)
+def _request(c, flags: dict[str, object], *, matrix: bool = False) -> Request:
+    """The task's flags (its locals(); the names settings.FLAGS knows) and invoke.yaml's `cleanbuild:` section,
+    resolved once into the checked request; --arch a list only for matrix tasks."""
+    return resolve({k: v for k, v in flags.items() if k in FLAGS}, c.config.get("cleanbuild"), matrix=matrix)
 
 
 @cli_task(json="print JSON")
@@ -162,7 +149,7 @@ def arch(c, arch=None, json_=False, debug=False):
 def plan(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca_bundle=None, model=None,  # noqa: A002
          src=None, json_=False, debug=False):
     """Print the resolved build plan and the exact commands build-clean would run; touches nothing."""
-    commands.show_plan(_inputs(locals(), matrix=True), _conf(c), as_json=json_)
+    commands.show_plan(_request(c, locals(), matrix=True), as_json=json_)
 
 
 @cli_task(iterable=("set", "src"), export="write the wheels and manifest.json to this new folder",
@@ -170,7 +157,7 @@ def plan(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca_b
 def wheels(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca_bundle=None,  # noqa: A002
            progress=None, registry=None, export=None, rebuild=False, src=None, dry_run=False, debug=False):
     """Build (or reuse, here or from the registry) the wheels image: every dependency built once, with a manifest."""
-    commands.wheels(_inputs(locals(), matrix=True), _conf(c), export=Path(export) if export else None,
+    commands.wheels(_request(c, locals(), matrix=True), export=Path(export) if export else None,
                     rebuild=rebuild, dry_run=dry_run)
 
 
@@ -178,7 +165,7 @@ def wheels(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca
 def clean(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca_bundle=None,  # noqa: A002
           progress=None, registry=None, src=None, dry_run=False, debug=False):
     """Build the clean runtime image from the (reused or built) wheels image: zero compilation."""
-    commands.clean(_inputs(locals(), matrix=True), _conf(c), dry_run=dry_run)
+    commands.clean(_request(c, locals(), matrix=True), dry_run=dry_run)
 
 
 @cli_task(iterable=("only",), src="patch a source checkout or site-packages folder in place",
@@ -187,21 +174,21 @@ def clean(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca_
 def patch(c, src=None, image=None, only=None, check=False, arch=None, dry_run=False, debug=False):
     """Apply the source patches (aiter tuned_gemm and jit/core, ATOM CK-free) to a folder or an image."""
     commands.patch(src=src, image=image, only=tuple(only or ()), check=check, dry_run=dry_run,
-                   inputs=_inputs({"arch": arch}), config=_conf(c))  # --src here is a folder, not a checkout
+                   request=_request(c, {"arch": arch}))  # --src here is a folder, not a checkout
 
 
 @cli_task(iterable=("set",), image="image to run the smoke test in", model="model folder (mounted read-only)",
           arch="arch (default: the image's label)")
 def smoke(c, image, model, profile=None, set=None, gpu=None, user_id=None, arch=None, debug=False):  # noqa: A002
     """Generate 10 tokens with a model inside an image and count them."""
-    commands.smoke(image, _inputs(locals()), _conf(c))
+    commands.smoke(image, _request(c, locals()))
 
 
 @cli_task(image="the image to tag (name or ID)", user="user part of the tag (default: login name)",
           dry_run="show the tag and why, tag nothing")
 def tag(c, image, user=None, dry_run=False, debug=False):
     """Tag an image per convention: user_date_rocmX_aiterY_atomZ, versions read from the image."""
-    commands.tag(image, _inputs(locals()), _conf(c), dry_run=dry_run)
+    commands.tag(image, _request(c, locals()), dry_run=dry_run)
 
 
 @cli_task(iterable=("set", "src"), model="model folder for the 10-token smoke test",
@@ -210,7 +197,7 @@ def build_clean(c, arch=None, ck_free=False, profile=None, set=None, builder=Non
                 progress=None, model=None, allow_no_smoke=False, user=None, gpu=None, user_id=None, registry=None,
                 src=None, dry_run=False, debug=False):
     """The whole pipeline: preflight, prepare, wheels, clean, patch, validate, smoke, tag, report."""
-    commands.build_clean(_inputs(locals(), matrix=True), _conf(c), dry_run=dry_run)
+    commands.build_clean(_request(c, locals(), matrix=True), dry_run=dry_run)
 
 
 @cli_task(iterable=("set",), ref="the pushed candidate: REGISTRY/candidate:TAG or REPO@sha256:DIGEST",
@@ -220,7 +207,7 @@ def build_clean(c, arch=None, ck_free=False, profile=None, set=None, builder=Non
 def promote(c, ref, arch=None, profile=None, set=None, model=None, allow_no_smoke=False, user=None, gpu=None,  # noqa: A002
             user_id=None, registry=None, debug=False):
     """On a GPU node: pull by digest, validate and smoke-test here, then push the release tag and the report."""
-    commands.promote(ref, _inputs(locals()), _conf(c))
+    commands.promote(ref, _request(c, locals()))
 
 
 @cli_task(tag="release tag or image reference")
@@ -235,14 +222,14 @@ def report(c, tag, debug=False):
           dry_run="with --bump: show the profile diff, write nothing")
 def pins(c, profile=None, set=None, json_=False, bump=None, to=None, dry_run=False, debug=False):  # noqa: A002
     """Check every pin against its repository or index (exit 1 wrong, 3 unreachable); --bump moves one."""
-    return commands.pins(_inputs(locals()), _conf(c), as_json=json_, bump=bump, to=to, dry_run=dry_run)
+    return commands.pins(_request(c, locals()), as_json=json_, bump=bump, to=to, dry_run=dry_run)
 
 
 @cli_task(iterable=("set", "upgrade_package"), check="exit 1 when the lock no longer matches the pins; write nothing",
           upgrade_package="let this package move to its newest allowed version (repeatable)")
 def lock(c, profile=None, set=None, upgrade_package=None, check=False, debug=False):  # noqa: A002
     """(Re)make the profile's locked closure (uv pip compile --generate-hashes) from the pinned sources."""
-    return commands.lock(_inputs(locals()), _conf(c), upgrade=tuple(upgrade_package or ()), check=check)
+    return commands.lock(_request(c, locals()), upgrade=tuple(upgrade_package or ()), check=check)
 
 
 @cli_task(iterable=("tp",), image="image to audit (name or ID); must be in the local engine, never pulled",
@@ -256,7 +243,7 @@ def audit(c, image, arch=None, model=None, tp=None, json_=False, report=None, de
     from cleanbuild import audit as auditing
 
     refs.image_ref(image, "audit IMAGE")  # before any engine call
-    result = auditing.audit(image, arch=_inputs({"arch": arch}).arch, model=model, tp=tuple(tp or (1,)),
+    result = auditing.audit(image, arch=next(iter(parse_arch(arch)), None), model=model, tp=tuple(tp or (1,)),
                             report_dir=Path(report) if report else None, device=device)
     auditing.render(result, as_json=json_)
     return result.exit_code
@@ -266,7 +253,7 @@ def audit(c, image, arch=None, model=None, tp=None, json_=False, report=None, de
           profile="the profile to rebuild with (default: the image's own label)", json="print the comparison as JSON")
 def verify(c, ref, profile=None, set=None, ca_bundle=None, progress=None, json_=False, debug=False):  # noqa: A002
     """Rebuild an image from its own labels here and compare digests (exit 1: the first differing layer and file)."""
-    commands.verify(ref, _inputs(locals()), _conf(c), as_json=json_)
+    commands.verify(ref, _request(c, locals()), as_json=json_)
 
 
 ns = Collection(arch, plan, wheels, clean, patch, smoke, tag, build_clean, promote, report, pins, lock, audit)

@@ -1,5 +1,6 @@
-"""What each invoke task (and `nox -s validate`) does: resolve inputs into plans, then run steps through the one
-executor (cleanbuild.pipeline). Nothing here parses argv and nothing here builds or runs a container itself.
+"""What each invoke task (and `nox -s validate`) does: take the resolved request (cleanbuild.settings.Request), make
+plans, then run steps through the one executor (cleanbuild.pipeline). Nothing here parses argv, reads invoke.yaml
+or builds or runs a container itself.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from .plan import Plan, build_spec, commands, make_plan
 from .record import BuildRecord
 from .refs import image_ref
 from .run import quote, run
-from .settings import Inputs, load_profile, options
+from .settings import Request
 from .spec import REPO_ROOT
 
 BUILD_STEPS = ("preflight", "prepare", "wheels")
@@ -50,19 +51,19 @@ def print_rows(title: str, rows: Mapping[str, object]) -> None:
     console.print(key_values(title, list(rows.items())))
 
 
-def plans(inputs: Inputs, config: Mapping[str, object]) -> list[Plan]:
-    """One plan per arch; pure (preparation is a step, after preflight)."""
-    profile = load_profile(inputs, config)
-    archs = inputs.archs or (resolve(None, host_runner).arch,)
-    src = checkout.resolve_all(inputs.src, {n: str(profile.component(n).get("ref")) for n in checkout.COMPONENTS})
+def plans(request: Request) -> list[Plan]:
+    """One plan per arch (detected on the host when none was given); preparation is a step, after preflight."""
+    profile = request.profile
+    archs = request.archs or (resolve(None, host_runner).arch,)
+    src = checkout.resolve_all(request.src, {n: str(profile.component(n).get("ref")) for n in checkout.COMPONENTS})
     for found in src:
         if found.warning():
             console.print(f"[yellow]{found.warning()}[/yellow]")
-    return [make_plan(profile, replace(options(inputs, config, arch=a), src=src)) for a in archs]
+    return [make_plan(profile, replace(request.options(a), src=src)) for a in archs]
 
 
-def show_plan(inputs: Inputs, config: Mapping[str, object], *, as_json: bool) -> None:
-    for plan in plans(inputs, config):
+def show_plan(request: Request, *, as_json: bool) -> None:
+    for plan in plans(request):
         if as_json:
             print(json.dumps(plan_dict(plan), indent=2))
             continue
@@ -131,8 +132,8 @@ def _dry_run(todo: list[Plan], step: str) -> bool:
     return True
 
 
-def wheels(inputs: Inputs, config, *, export: Path | None, rebuild: bool, dry_run: bool) -> None:
-    todo = plans(inputs, config)
+def wheels(request: Request, *, export: Path | None, rebuild: bool, dry_run: bool) -> None:
+    todo = plans(request)
     if dry_run and _dry_run(todo, "wheels"):
         return
     cli = engine.client()
@@ -143,8 +144,8 @@ def wheels(inputs: Inputs, config, *, export: Path | None, rebuild: bool, dry_ru
             console.print(f"[green]✓[/green] wheels and manifest.json exported to {folder} (sha256 checked)")
 
 
-def clean(inputs: Inputs, config, *, dry_run: bool) -> None:
-    todo = plans(inputs, config)
+def clean(request: Request, *, dry_run: bool) -> None:
+    todo = plans(request)
     if dry_run and _dry_run(todo, "clean"):
         return
     cli = engine.client()
@@ -154,11 +155,11 @@ def clean(inputs: Inputs, config, *, dry_run: bool) -> None:
         console.print(f"[green]✓[/green] {rec.candidate_ref or plan.clean.image} ({rec.candidate()[:19]})")
 
 
-def build_clean(inputs: Inputs, config, *, dry_run: bool) -> list[BuildRecord]:
+def build_clean(request: Request, *, dry_run: bool) -> list[BuildRecord]:
     if dry_run:
-        show_plan(inputs, config, as_json=False)
+        show_plan(request, as_json=False)
         return []
-    todo = plans(inputs, config)  # every input checked before the engine is contacted
+    todo = plans(request)
     cli = engine.client()
     if len(todo) > 1:
         wheels_matrix(cli, todo)
@@ -181,31 +182,25 @@ def wheels_matrix(cli, todo: list[Plan]) -> None:
 
 # ---- steps on an existing image -----------------------------------------------------------------------------
 
-def image_plan(image: str, inputs: Inputs, config, cli) -> tuple[Plan, BuildRecord]:
+def image_plan(image: str, request: Request, cli) -> tuple[Plan, BuildRecord]:
     """A plan for an image that exists: its arch and CK mode come from its labels unless --arch is given."""
     image_id = engine.image_id(cli, image)
     if image_id is None:
         raise UsageError(f"image {image} not found on this engine. To fix, build it (invoke build-clean) or pass an existing image.")
     label, ck_mode = metadata.image_labels(engine.inspect(cli, image).get("Config", {}).get("Labels"))
-    archs = inputs.archs or settings.parse_arch(label)
+    archs = request.archs or settings.parse_arch(label)
     if not archs:
         raise UsageError(f"{image} has no {metadata.label('arch')} label. To fix, pass --arch gfx942|gfx950.")
-    inputs = replace(inputs, archs=archs[:1], ck_free=inputs.ck_free or ck_mode == "ckfree")
-    plan = make_plan(load_profile(inputs, config), options(inputs, config, arch=archs[0]))
+    request = replace(request, ck_free=request.ck_free or ck_mode == "ckfree")
+    plan = make_plan(request.profile, request.options(archs[0]))
     return plan, pipeline.new_record(plan, candidate_id=image_id, candidate_ref=image)
 
 
-def _checked(image: str, what: str, inputs: Inputs, config) -> None:
-    """Every input of a task on an existing image, checked before the engine is contacted (exit 2)."""
-    image_ref(image, what)
-    settings.check(inputs, config)
-
-
-def validate(image: str, inputs: Inputs, config, *, rest: tuple[str, ...], dest: Path | None) -> int:
+def validate(image: str, request: Request, *, rest: tuple[str, ...], dest: Path | None) -> int:
     """`nox -s validate -- --image TAG`: the validate step of build-clean, on any image; the report copied out."""
-    _checked(image, "--image", inputs, config)
+    image_ref(image, "--image")  # the request is checked already; the reference too before the engine is asked
     cli = engine.client()
-    plan, rec = image_plan(image, inputs, config, cli)
+    plan, rec = image_plan(image, request, cli)
     if rest:
         spec = plan.validate
         plan = replace(plan, validate=replace(spec, command=(*spec.command, *rest)))
@@ -224,19 +219,19 @@ def validate(image: str, inputs: Inputs, config, *, rest: tuple[str, ...], dest:
     return code
 
 
-def smoke(image: str, inputs: Inputs, config) -> None:
-    _checked(image, "--image", inputs, config)
+def smoke(image: str, request: Request) -> None:
+    image_ref(image, "--image")
     cli = engine.client()
-    plan, rec = image_plan(image, inputs, config, cli)
+    plan, rec = image_plan(image, request, cli)
     rec = pipeline.run(plan, cli, ("preflight", "smoke"), rec, failed_report=False)
     result = (rec.smoke or {})["result"]
     console.print(f"[green]✓[/green] {result['new_tokens']} new tokens ({result['counted_by']}): {result.get('completion')!r}")
 
 
-def tag(image: str, inputs: Inputs, config, *, dry_run: bool) -> None:
-    _checked(image, "--image", inputs, config)
+def tag(image: str, request: Request, *, dry_run: bool) -> None:
+    image_ref(image, "--image")
     cli = engine.client()
-    plan, rec = image_plan(image, replace(inputs, allow_no_smoke=True), config, cli)
+    plan, rec = image_plan(image, replace(request, allow_no_smoke=True), cli)
     steps.refuse_dirty(cli, rec.candidate(), image)
     if dry_run:
         rec = steps.release_tag(steps.Ctx(plan, cli, steps.Journal()), rec)[0]
@@ -248,15 +243,15 @@ def tag(image: str, inputs: Inputs, config, *, dry_run: bool) -> None:
                        "changes": "; ".join(made.steps) or "none needed", "applied": rec.release_ref or "no (--dry-run)"})
 
 
-def patch(*, src: str | None, image: str | None, only: tuple[str, ...], check: bool, dry_run: bool, inputs: Inputs,
-          config) -> None:
+def patch(*, src: str | None, image: str | None, only: tuple[str, ...], check: bool, dry_run: bool,
+          request: Request) -> None:
     if src and not image:
         return _patch_folder(Path(src), only, "check" if check or dry_run else "apply")
     if src or not image:
         raise UsageError("give exactly one of --src DIR or --image TAG.")
-    _checked(image, "--image", inputs, config)
+    image_ref(image, "--image")
     cli = engine.client()
-    plan, rec = image_plan(image, inputs, config, cli)
+    plan, rec = image_plan(image, request, cli)
     target = f"{image}-patched" if ":" in image.rsplit("/", 1)[-1] else f"{image}:patched"
     plan = replace(plan, patch=replace(plan.patch, image=target))
     if dry_run:
@@ -295,34 +290,34 @@ def _patch_folder(root: Path, only: tuple[str, ...], mode: str) -> None:
         raise StepFailed(f"patches {mode} exited {code}.")
 
 
-def promote(ref: str, inputs: Inputs, config) -> BuildRecord:
+def promote(ref: str, request: Request) -> BuildRecord:
     """On a GPU node: pull by digest, validate and smoke-test that image here, then tag and push the release (by
     digest: what was validated is what is tagged) and the report. A node of another arch refuses (exit 2)."""
-    _checked(ref, "promote REF", inputs, config)  # a malformed reference or flag: exit 2 before any pull
+    image_ref(ref, "promote REF")  # a malformed reference: exit 2 before any pull (the request is checked already)
     cli = engine.client()
     image_id = engine.pull(cli, ref)
     if image_id is None:
         raise UsageError(f"{ref} is not in its registry. To fix, push it (build-clean with a registry) or pass the reference it printed.")
     digest = ref.split("@", 1)[1] if "@" in ref else _digest_of(cli, ref)
     image_arch, _ = metadata.image_labels(engine.inspect(cli, image_id).get("Config", {}).get("Labels"))
-    node = inputs.archs[0] if inputs.archs else resolve(None, host_runner).arch
+    node = request.archs[0] if request.archs else resolve(None, host_runner).arch
     if image_arch and node.value != image_arch:
         raise UsageError(f"this node is {node.value} and {ref} is built for {image_arch}. To fix, promote it on a {image_arch} node.")
-    plan, rec = image_plan(ref, replace(inputs, archs=(node,)), config, cli)
+    plan, rec = image_plan(ref, replace(request, archs=(node,)), cli)
     rec = replace(rec, candidate_id=image_id, candidate_digest=digest)
     rec = pipeline.run(plan, cli, ("preflight", "validate", "smoke", "tag", "report", "push"), rec)
     console.print(steps_table(f"promote {ref}", rec.steps))
     return rec
 
 
-def verify(ref: str, inputs: Inputs, config, *, as_json: bool) -> None:
+def verify(ref: str, request: Request, *, as_json: bool) -> None:
     """Rebuild ref from its own labels on this engine; exit 1 (StepFailed) naming the first differing layer and file."""
     from . import verify as verifying
 
     cli = engine.client()
     if engine.image_id(cli, ref) is None:
         raise UsageError(f"image {ref} not found on this engine. To fix, pull it first (docker pull {ref}).")
-    result = verifying.verify(cli, ref, inputs, config)
+    result = verifying.verify(cli, ref, request)
     if as_json:
         print(json.dumps(result, indent=2))
     elif result["identical"]:
@@ -347,15 +342,15 @@ def print_report(ref: str) -> None:
 
 # ---- pins and locks -----------------------------------------------------------------------------------------
 
-def pins(inputs: Inputs, config, *, as_json: bool, bump: str | None, to: str | None, dry_run: bool) -> int:
+def pins(request: Request, *, as_json: bool, bump: str | None, to: str | None, dry_run: bool) -> int:
     from . import pins as pinning
 
     if not bump and (to is not None or dry_run):
         flag = "--to" if to is not None else "--dry-run"
         raise UsageError(f"{flag} only means something with --bump. To fix, add --bump COMPONENT (or drop {flag}).")
-    profile = load_profile(inputs, config)
+    profile = request.profile
     if bump:
-        result = pinning.bump(profile, bump, to, dry_run=dry_run, relock=settings.overrides(inputs, config))
+        result = pinning.bump(profile, bump, to, dry_run=dry_run, relock=request.overrides)
         if as_json:
             print(json.dumps(result.__dict__, indent=2))
         else:
@@ -386,12 +381,12 @@ def pins(inputs: Inputs, config, *, as_json: bool, bump: str | None, to: str | N
     return report_.exit_code
 
 
-def lock(inputs: Inputs, config, *, upgrade: tuple[str, ...], check: bool) -> int:
+def lock(request: Request, *, upgrade: tuple[str, ...], check: bool) -> int:
     from . import lock as locking
 
     if check and upgrade:
         raise UsageError("--check writes nothing, so --upgrade-package has no effect with it. To fix, drop one.")
-    profile = load_profile(inputs, config)
+    profile = request.profile
     if check:
         problems = locking.check(profile)
         for line in problems:

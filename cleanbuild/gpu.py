@@ -122,13 +122,14 @@ def _product_name(sysfs: Path, minor: int) -> str | None:
 # ---- selection --------------------------------------------------------------------------------------------
 
 
-def parse_gpus(text: str | None) -> tuple[int, ...] | None:
-    """`--gpu 0,2` (or an invoke.yaml default) -> (0, 2); None, "" or "all" -> None (every GPU)."""
+def parse_gpus(text: str | None, where: str = "--gpu") -> tuple[int, ...] | None:
+    """`--gpu 0,2` (or an invoke.yaml default) -> (0, 2); None, "" or "all" -> None (every GPU). where: the flag or
+    the invoke.yaml key the text came from, so the message names what the user wrote."""
     if text is None or text.strip().lower() in ("", "all"):
         return None
     parts = [p for p in re.split(r"[,\s]+", text.strip()) if p]
     if not all(p.isdigit() for p in parts):
-        raise UsageError(f"--gpu {text!r} is not a list of GPU indices. To fix, pass --gpu N[,M] (e.g. --gpu 0,1) or --gpu all.")
+        raise UsageError(f"{where} {text!r} is not a list of GPU indices. To fix, give N[,M] (e.g. 0,1) or all.")
     return tuple(int(p) for p in parts)
 
 

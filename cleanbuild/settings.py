@@ -1,7 +1,9 @@
-"""Task flags + invoke.yaml (`cleanbuild:` section) -> Options. A flag beats config, config beats the default.
+"""Task flags + invoke.yaml (`cleanbuild:` section) -> one Request, resolved once at the edge (resolve).
 
+A flag beats config, config beats the default (given). Every allowed value is checked here and nowhere else, and
+an error names where the bad value came from: the flag (`--progress`) or the key (`invoke.yaml: cleanbuild.progress`).
 The site config is checked like a profile: a wrong type or an unknown key is a one-line error (exit 2) naming
-the key. tasks.py also checks that invoke.yaml parses at all before invoke reads it (see check_site_file).
+the key. tasks.py also checks that invoke.yaml parses at all before invoke reads it (see site_file).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from .arch import Arch, host_runner, resolve
+from .arch import Arch
 from .errors import UsageError
 from .gpu import parse_gpus
 from .profiles import Profile, load, parse_sets, table
@@ -82,38 +84,109 @@ def site_file(path: Path, *, given: bool = False) -> dict[str, object]:
         raise UsageError(f"{path} is not a valid site config ({detail}). To fix, correct it or remove it.") from None
 
 
-def pick(flag: object, config: Mapping[str, object], key: str) -> object:
-    """The precedence rule, in one place."""
-    if flag not in (None, ""):
-        return flag
-    value = config.get(key)
-    return DEFAULTS.get(key) if value in (None, "") else value
+# The task parameters that reach the request (the rest are a task's own): the flag is `--` + the name, dashed.
+FLAGS = frozenset({"arch", "ck_free", "profile", "set", "builder", "ca_bundle", "progress", "model", "allow_no_smoke",
+                   "user", "gpu", "user_id", "registry", "src", "device"})
+PROGRESS = ("auto", "plain", "tty", "quiet")
+CACHE = ("auto", "inline", "registry", "none")
+DEVICES = ("cpu", "cuda")
+
+
+def flag_name(param: str) -> str:
+    """A task parameter as the user types it: ca_bundle -> --ca-bundle."""
+    return "--" + param.replace("_", "-")
 
 
 @dataclass(frozen=True)
-class Inputs:
-    """What a task was given, before resolution."""
+class Given:
+    """One value before it is checked, and where it came from: the words an error message names it by."""
 
-    archs: tuple[Arch, ...] = ()  # --arch, parsed by parse_arch (empty: detect on the host, or the image's label)
+    value: object
+    where: str
+
+
+def given(flags: Mapping[str, object], config: Mapping[str, object], key: str, flag: str | None = None, *,
+          empty_is_given: bool = False) -> Given:
+    """The precedence rule, in one place: the flag, else invoke.yaml's key, else the built-in default. An empty
+    flag or key falls through, unless empty_is_given (`--gpu ''` must be refused, not mean every GPU)."""
+    empty: tuple[object, ...] = (None,) if empty_is_given else (None, "")
+    if flag is not None and flags.get(flag) not in empty:
+        return Given(flags[flag], flag_name(flag))
+    if config.get(key) not in empty:
+        return Given(config[key], f"invoke.yaml: cleanbuild.{key}")
+    return Given(DEFAULTS.get(key), f"the default {key}")
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a task asks for, every value checked and typed: its flags and invoke.yaml, resolved once (resolve).
+    Commands take this; nothing deeper reads a flag or the config again."""
+
+    profile: Profile  # loaded with `overrides`, checked (checked_profile)
+    profile_from: str  # where its name came from: --profile, the invoke.yaml key, or the default
+    overrides: Mapping[str, object]  # invoke.yaml's overrides, then --set (which wins)
+    archs: tuple[Arch, ...] = ()  # empty: detect on the host, or the image's label
     ck_free: bool = False
-    profile: str | None = None
     builder: str | None = None
-    ca_bundle: str | None = None
-    progress: str | None = None
-    model: str | None = None
+    ca_bundle: Path | None = None
+    progress: str = "auto"
+    model: Path | None = None
     allow_no_smoke: bool = False
-    sets: tuple[str, ...] = ()
-    user: str | None = None
-    gpus: str | None = None
-    container_user: str | None = None
-    device: str | None = None
-    registry: str | None = None
-    src: tuple[str, ...] = ()  # --src COMPONENT=PATH, resolved by cleanbuild.checkout into Options.src
+    user: str = "user"
+    gpus: tuple[int, ...] | None = None  # None: every GPU
+    container_user: str | None = None  # UID[:GID]; None: the image's user
+    device: str | None = None  # `nox -s validate --device`
+    registry: str = "atom-build"
+    cache: str = "auto"
+    cache_dir: Path = REPO_ROOT / ".cache"
+    src: tuple[str, ...] = ()  # --src COMPONENT=PATH, resolved against the profile by cleanbuild.checkout
 
-    @property
-    def arch(self) -> Arch | None:
-        """The one --arch of a task that takes one (None: not given)."""
-        return self.archs[0] if self.archs else None
+    def options(self, arch: Arch) -> Options:
+        """The Options of one build for arch: this request plus today's date and a new run ID."""
+        return Options(
+            arch=arch, ck_free=self.ck_free, builder=self.builder, progress=self.progress, ca_bundle=self.ca_bundle,
+            model=self.model, allow_no_smoke=self.allow_no_smoke, user=self.user, date=today(),
+            registry=self.registry, run_id=new_run_id(), cache_dir=self.cache_dir, cache=self.cache,
+            validation_device=self.device, gpus=self.gpus, container_user=self.container_user,
+        )
+
+
+def resolve(flags: Mapping[str, object], raw_config: object, *, matrix: bool = False) -> Request:
+    """Task flags (by parameter name, FLAGS) and invoke.yaml's `cleanbuild:` section -> a checked Request, without
+    probing the host or the engine. matrix: --arch may list several archs (build-clean, plan, wheels, clean)."""
+    unknown = sorted(set(flags) - FLAGS)
+    if unknown:
+        raise TypeError(f"not request flags: {unknown}")
+    config = site_config(raw_config)
+    name = given(flags, config, "profile", "profile")
+    extra = {**table(config.get("overrides") or {}), **parse_sets(list(_strings(flags.get("set"))))}
+    return Request(
+        profile=profile(str(name.value), extra), profile_from=name.where, overrides=extra,
+        archs=parse_arch(_text(flags.get("arch")), matrix=matrix), ck_free=bool(flags.get("ck_free")),
+        builder=_builder(given(flags, config, "builder", "builder")),
+        ca_bundle=ca_bundle(*_pair(given(flags, config, "ca_bundle", "ca_bundle"))),
+        progress=_one_of(given(flags, config, "progress", "progress"), PROGRESS),
+        model=_model(flags.get("model")), allow_no_smoke=bool(flags.get("allow_no_smoke")),
+        user=_user(given(flags, config, "user", "user")),
+        gpus=_gpus(given(flags, config, "gpus", "gpu", empty_is_given=True)),
+        container_user=_container_user(given(flags, config, "container_user", "user_id", empty_is_given=True)),
+        device=_device(flags.get("device")), registry=_registry(given(flags, config, "registry", "registry")),
+        cache=_one_of(given(flags, config, "cache"), CACHE), cache_dir=_cache_dir(given(flags, config, "cache_dir")),
+        src=tuple(_strings(flags.get("src"))),
+    )
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _strings(value: object) -> tuple[str, ...]:
+    """An iterable flag (--set, --src: invoke gives a list, or None when not given)."""
+    return tuple(str(v) for v in value) if isinstance(value, list | tuple) else ()
+
+
+def _pair(value: Given) -> tuple[object, str]:
+    return value.value, value.where
 
 
 def parse_arch(text: str | None, *, matrix: bool = False) -> tuple[Arch, ...]:
@@ -124,10 +197,10 @@ def parse_arch(text: str | None, *, matrix: bool = False) -> tuple[Arch, ...]:
     return Arch.parse_list(text) if matrix else (Arch.parse(text),)
 
 
-def load_profile(inputs: Inputs, config: Mapping[str, object]) -> Profile:
-    name = str(pick(inputs.profile, config, "profile"))
+def profile(name: str, overrides: Mapping[str, object]) -> Profile:
+    """A profile by name or .toml path, with the overrides in force, checked (the request's, or an image's label)."""
     path = Path(name) if name.endswith(".toml") else None
-    return checked_profile(load(Path(name).stem if path else name, overrides(inputs, config), path))
+    return checked_profile(load(Path(name).stem if path else name, overrides, path))
 
 
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
@@ -159,72 +232,89 @@ def checked_profile(profile: Profile) -> Profile:
     return profile
 
 
-def user_name(flag: str | None, config: Mapping[str, object]) -> str:
-    value = pick(flag, config, "user")
-    if value:
-        return str(value)
+def _one_of(value: Given, allowed: tuple[str, ...]) -> str:
+    """A value from a fixed list (--progress, cleanbuild.cache), refused naming where it came from."""
+    text = str(value.value)
+    if text not in allowed:
+        raise UsageError(f"{value.where} {text!r} is not one of {', '.join(allowed)}. To fix, use one of those.")
+    return text
+
+
+def _model(value: object) -> Path | None:
+    """--model: a folder (config.json and weights)."""
+    if not value:
+        return None
+    path = Path(str(value)).resolve()
+    if not path.is_dir():
+        raise UsageError(f"--model {value} is not a folder. To fix, pass a model folder (config.json and weights).")
+    return path
+
+
+def _device(value: object) -> str | None:
+    """--device of `nox -s validate` (its parser also limits it; checked here for every caller)."""
+    if value is not None and value not in DEVICES:
+        raise UsageError(f"--device {value!r} is not cpu or cuda. To fix, pass --device cpu or --device cuda.")
+    return None if value is None else str(value)
+
+
+def _user(value: Given) -> str:
+    """The user part of a release tag: --user, invoke.yaml, else the login name."""
+    if value.value:
+        return str(value.value)
     try:
         return getpass.getuser()
     except (KeyError, OSError):
         return os.environ.get("USER", "user")
 
 
-def cache_dir(config: Mapping[str, object]) -> Path:
-    value = pick(None, config, "cache_dir")
-    return Path(str(value)).resolve() if value else REPO_ROOT / ".cache"
+def _cache_dir(value: Given) -> Path:
+    return Path(str(value.value)).resolve() if value.value else REPO_ROOT / ".cache"
 
 
-def source(flag: object, config: Mapping[str, object], key: str, flag_name: str) -> str:
-    """Where a value came from, for messages: the flag, the invoke.yaml key, or the built-in default."""
-    if flag not in (None, ""):
-        return flag_name
-    if config.get(key) not in (None, ""):
-        return f"invoke.yaml cleanbuild.{key}"
-    return f"the default {key}"
+def _registry(value: Given) -> str:
+    text = str(value.value)
+    if not REGISTRY.match(text):
+        raise UsageError(f"{value.where} {text!r} is not a valid image repository prefix (host[:port]/path, lower "
+                         f"case). To fix, correct {value.where}.")
+    return text
 
 
-def registry(config: Mapping[str, object], flag: str | None = None) -> str:
-    value = str(pick(flag, config, "registry"))
-    if not REGISTRY.match(value):
-        where = source(flag, config, "registry", "--registry")
-        raise UsageError(f"{where} {value!r} is not a valid image repository prefix (host[:port]/path, lower case). "
-                         f"To fix, correct {where}.")
-    return value
-
-
-def gpu_list(flag: object, config: Mapping[str, object]) -> tuple[int, ...] | None:
+def _gpus(value: Given) -> tuple[int, ...] | None:
     """--gpu (or invoke.yaml gpus): indices, or None for every GPU ("all" or not given). An empty list is refused:
     `--gpu ''` or `--gpu ,` must not silently mean every GPU."""
-    given = flag is not None
-    value = flag if given else config.get("gpus")
-    if value is None:
+    if value.value is None:
         return None
-    text = str(value).strip()
+    text = str(value.value).strip()
     if text.lower() == "all":
         return None
-    where = "--gpu" if given else "invoke.yaml cleanbuild.gpus"
     if not [p for p in re.split(r"[,\s]+", text) if p]:
-        raise UsageError(f"{where} {value!r} names no GPU. To fix, pass indices (--gpu 0 or --gpu 0,1), --gpu all, "
-                         "or leave it out to use every GPU.")
-    gpus = parse_gpus(text)
-    return gpus
+        raise UsageError(f"{value.where} {value.value!r} names no GPU. To fix, pass indices (--gpu 0 or --gpu 0,1), "
+                         "--gpu all, or leave it out to use every GPU.")
+    return parse_gpus(text, value.where)
 
 
 BUILDER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 USER_ID = re.compile(r"^[0-9]+(:[0-9]+)?$")
 
 
-def container_user(flag: object, config: Mapping[str, object]) -> str | None:
-    """--user-id UID[:GID] (or invoke.yaml container_user), numeric: a name may not exist in the image."""
-    given = flag is not None
-    value = flag if given else config.get("container_user")
-    if value is None:
+def _builder(value: Given) -> str | None:
+    if value.value is None:
         return None
-    if not USER_ID.match(str(value)):
-        where = "--user-id" if given else "invoke.yaml cleanbuild.container_user"
-        raise UsageError(f"{where} {value!r} is not UID or UID:GID. To fix, pass numbers, e.g. --user-id 1000 or "
-                         "--user-id 1000:1000.")
-    return str(value)
+    text = str(value.value)
+    if not BUILDER.match(text):
+        raise UsageError(f"{value.where} {text!r} is not a buildx builder name. To fix, pass a name `docker buildx "
+                         "ls` lists (letters, digits, '_', '.', '-'; not starting with '-').")
+    return text
+
+
+def _container_user(value: Given) -> str | None:
+    """--user-id UID[:GID] (or invoke.yaml container_user), numeric: a name may not exist in the image."""
+    if value.value is None:
+        return None
+    if not USER_ID.match(str(value.value)):
+        raise UsageError(f"{value.where} {value.value!r} is not UID or UID:GID. To fix, use numbers, e.g. 1000 or "
+                         "1000:1000.")
+    return str(value.value)
 
 
 HOST_BUNDLES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt")
@@ -246,51 +336,6 @@ def ca_bundle(value: object, where: str = "--ca-bundle") -> Path | None:
         raise UsageError(f"{where} {text} holds no PEM certificate. To fix, pass the PEM bundle your proxy's CA "
                          "is in (-----BEGIN CERTIFICATE----- blocks), or none.")
     return Path(text).resolve()
-
-
-def check(inputs: Inputs, config: Mapping[str, object]) -> None:
-    """Every flag-level input checked, without probing the host: what promote and the image tasks run before any
-    engine call (options() checks the same, and resolves the arch)."""
-    load_profile(inputs, config)
-    options(inputs, config, arch=inputs.archs[0] if inputs.archs else Arch.GFX942)
-
-
-def overrides(inputs: Inputs, config: Mapping[str, object]) -> dict[str, object]:
-    """The profile overrides in force: invoke.yaml's, then --set (which wins)."""
-    return {**table(config.get("overrides") or {}), **parse_sets(list(inputs.sets))}
-
-
-def options(inputs: Inputs, config: Mapping[str, object], *, arch: Arch | None = None) -> Options:
-    chosen = arch or (inputs.archs[0] if inputs.archs else resolve(None, host_runner).arch)
-    ca = ca_bundle(pick(inputs.ca_bundle, config, "ca_bundle"),
-                   source(inputs.ca_bundle, config, "ca_bundle", "--ca-bundle"))
-    model = Path(inputs.model).resolve() if inputs.model else None
-    if model and not model.is_dir():
-        raise UsageError(f"--model {inputs.model} is not a folder. To fix, pass a model folder (config.json and weights).")
-    picked = pick(inputs.builder, config, "builder")
-    builder = None if picked is None else str(picked)
-    if builder is not None and not BUILDER.match(builder):
-        where = source(inputs.builder, config, "builder", "--builder")
-        raise UsageError(f"{where} {builder!r} is not a buildx builder name. To fix, pass a name `docker buildx ls` "
-                         "lists (letters, digits, '_', '.', '-'; not starting with '-').")
-    progress = str(pick(inputs.progress, config, "progress"))
-    if progress not in ("auto", "plain", "tty", "quiet"):
-        where = source(inputs.progress, config, "progress", "--progress")
-        raise UsageError(f"{where} {progress!r} is not one of auto, plain, tty, quiet.")
-    if inputs.device not in (None, "cpu", "cuda"):
-        raise UsageError(f"--device {inputs.device!r} is not cpu or cuda.")
-    gpus = gpu_list(inputs.gpus, config)
-    user = container_user(inputs.container_user, config)
-    cache = str(pick(None, config, "cache"))
-    if cache not in ("auto", "inline", "registry", "none"):
-        raise UsageError(f"cleanbuild.cache {cache!r} is not one of auto, inline, registry, none.")
-    return Options(
-        arch=chosen, ck_free=inputs.ck_free, builder=builder,
-        progress=progress, ca_bundle=ca, model=model,
-        allow_no_smoke=inputs.allow_no_smoke, user=user_name(inputs.user, config), date=today(),
-        registry=registry(config, inputs.registry), run_id=new_run_id(), cache_dir=cache_dir(config), cache=cache,
-        validation_device=inputs.device, gpus=gpus, container_user=user,
-    )
 
 
 def new_run_id(now: dt.datetime | None = None) -> str:

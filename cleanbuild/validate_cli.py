@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .boundary import guarded
 from .commands import validate
-from .settings import Inputs, parse_arch, site_file
+from .settings import Request, resolve, site_file
 from .spec import REPO_ROOT
 
 
@@ -28,13 +28,14 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
 def main(argv: list[str] | None = None) -> int:
     """argparse's usage errors exit 2 on their own; everything after parsing goes through the one boundary."""
     args, rest = parse(sys.argv[1:] if argv is None else argv)
-    return guarded(lambda: validate(args.image, _inputs(args), site_file(REPO_ROOT / "invoke.yaml"), rest=tuple(rest),
-                                    dest=args.json),
+    return guarded(lambda: validate(args.image, _request(args), rest=tuple(rest), dest=args.json),
                    debug=args.debug, report=lambda error: print(f"error: {error}", file=sys.stderr))
 
 
-def _inputs(args: argparse.Namespace) -> Inputs:
-    return Inputs(archs=parse_arch(args.arch), device=args.device, gpus=args.gpu, container_user=args.user)
+def _request(args: argparse.Namespace) -> Request:
+    """The flags by the names the invoke tasks give them (so a message names --user-id), with invoke.yaml."""
+    flags = {"arch": args.arch, "device": args.device, "gpu": args.gpu, "user_id": args.user}
+    return resolve(flags, site_file(REPO_ROOT / "invoke.yaml"))
 
 
 if __name__ == "__main__":

@@ -18,31 +18,32 @@ from . import engine, metadata, pipeline, reproduce
 from .components import changed
 from .errors import EnvironmentProblem, StepFailed, UsageError
 from .plan import Plan, make_plan
-from .settings import Inputs, load_profile, options, parse_arch
+from .settings import Request, parse_arch, profile
 
 STEPS = ("preflight", "prepare", "wheels", "clean", "patch")
 
 
-def label_inputs(labels: Mapping[str, str], given: Inputs, ref: str) -> tuple[Inputs, str, str]:
-    """(inputs, unit, registry prefix) the image was built with, from its labels; pure."""
+def label_request(labels: Mapping[str, str], given: Request, ref: str) -> tuple[Request, str, str]:
+    """(request, unit, registry prefix) the image was built with, from its labels: its profile (unless --profile
+    names one), arch and CK mode. Reads no engine; loads the label's profile."""
     unit = labels.get(engine.UNIT_LABEL)
-    profile = labels.get(metadata.label("profile"))
+    label = labels.get(metadata.label("profile"))
     wheels = labels.get(metadata.label("wheels-image"), "")
     arch, ck_mode = metadata.image_labels(dict(labels))
-    if not unit or not profile or not arch or "/wheels:" not in wheels:
+    if not unit or not label or not arch or "/wheels:" not in wheels:
         raise UsageError(f"{ref} lacks the io.atom-build labels of a clean or candidate image (unit, profile, arch, "
                          "wheels-image). To fix, pass an image built by invoke build-clean.")
-    inputs = replace(given, profile=given.profile or profile, archs=parse_arch(arch), ck_free=ck_mode == "ckfree")
-    return inputs, unit, wheels.rsplit("/wheels:", 1)[0]
+    built = given.profile if given.profile_from == "--profile" else profile(label, given.overrides)
+    request = replace(given, profile=built, archs=parse_arch(arch), ck_free=ck_mode == "ckfree")
+    return request, unit, wheels.rsplit("/wheels:", 1)[0]
 
 
-def rebuild_plan(cli, ref: str, given: Inputs, config: Mapping[str, object]) -> tuple[Plan, str, str]:
+def rebuild_plan(cli, ref: str, given: Request) -> tuple[Plan, str, str]:
     """(plan, unit name, image ID): a plan whose unit has the image's key, or a UsageError naming what differs."""
     info = engine.inspect(cli, ref)
     labels = info.get("Config", {}).get("Labels") or {}
-    inputs, unit_name, registry = label_inputs(labels, given, ref)
-    plan = make_plan(load_profile(inputs, config),
-                     replace(options(inputs, config, arch=inputs.archs[0]), registry=registry, cache="none"))
+    request, unit_name, registry = label_request(labels, given, ref)
+    plan = make_plan(request.profile, replace(request.options(request.archs[0]), registry=registry, cache="none"))
     unit = plan.unit(unit_name)
     if unit.key != labels.get(engine.KEY_LABEL):
         image_inputs = _json_object(labels.get(engine.INPUTS_LABEL))
@@ -64,7 +65,7 @@ def _json_object(text: str | None) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
-def verify(cli, ref: str, given: Inputs, config: Mapping[str, object]) -> dict:
+def verify(cli, ref: str, given: Request) -> dict:
     """Rebuild ref's unit from its labels (every unit built again); {"ref", "image", "rebuilt", "identical",
     "rebuilt_ref", "difference"}."""
     facts = engine.preflight(cli, 2.0)  # what the engine can do; the rebuild's own preflight checks its disk
@@ -72,7 +73,7 @@ def verify(cli, ref: str, given: Inputs, config: Mapping[str, object]) -> dict:
         raise EnvironmentProblem(f"Docker {facts.version} (containerd image store: {facts.containerd_store}) stamps build "
                                  "times into images, so a rebuild never has the same digest. To fix, verify on Docker "
                                  ">= 26 with the containerd image store (.ci/install-docker.sh).")
-    plan, unit_name, image_id = rebuild_plan(cli, ref, given, config)
+    plan, unit_name, image_id = rebuild_plan(cli, ref, given)
     image = plan.unit(unit_name).image
     repo, tag = image.rsplit(":", 1)
     before = engine.image_id(cli, image)

@@ -117,11 +117,29 @@ def test_flag_beats_site_config_beats_profile(capsys, tmp_path):
     assert (args["AITER_REF"], args["ATOM_REF"]) == ("c" * 40, "b" * 40)
 
 
-def test_bad_site_config_value_is_one_line_and_exit_2(capsys, tmp_path):
+def test_bad_site_config_value_is_named_by_its_invoke_yaml_key(capsys, tmp_path):
+    """A task with a --progress flag, not given: the bad value is invoke.yaml's, and the message says so."""
     conf = tmp_path / "site.yaml"
     conf.write_text("cleanbuild:\n  progress: loud\n")
+    code, lines = fails(capsys, "-f", str(conf), "wheels", "--arch", "gfx942", "--dry-run")
+    assert (code, lines) == (2, ["error: invoke.yaml: cleanbuild.progress 'loud' is not one of auto, plain, tty, "
+                                 "quiet. To fix, use one of those."])
+
+
+def test_bad_progress_flag_is_named_by_the_flag(capsys, tmp_path):
+    conf = tmp_path / "site.yaml"
+    conf.write_text("cleanbuild:\n  progress: plain\n")
+    code, lines = fails(capsys, "-f", str(conf), "wheels", "--arch", "gfx942", "--progress", "loud", "--dry-run")
+    assert (code, lines) == (2, ["error: --progress 'loud' is not one of auto, plain, tty, quiet. To fix, use one "
+                                 "of those."])
+
+
+def test_bad_site_config_value_is_refused_by_a_task_without_that_flag(capsys, tmp_path):
+    conf = tmp_path / "site.yaml"
+    conf.write_text("cleanbuild:\n  gpus: first\n")
     code, lines = fails(capsys, "-f", str(conf), "plan", "--arch", "gfx942")
-    assert (code, lines) == (2, ["error: invoke.yaml cleanbuild.progress 'loud' is not one of auto, plain, tty, quiet."])
+    assert (code, len(lines)) == (2, 1), lines
+    assert lines[0].startswith("error: invoke.yaml: cleanbuild.gpus 'first' is not a list of GPU indices. To fix")
 
 
 def test_a_broken_file_given_with_f_is_refused_before_invoke_reads_it(capsys, tmp_path, monkeypatch):

@@ -122,8 +122,8 @@ def test_a_bad_registry_in_invoke_yaml_is_blamed_on_that_key(capsys, tmp_path):
     conf = tmp_path / "site.yaml"
     conf.write_text("cleanbuild:\n  registry: Not/A Registry\n")
     code, lines = outcome(capsys, "-f", str(conf), "plan", "--arch", "gfx942")
-    assert (code, lines) == (2, ["error: invoke.yaml cleanbuild.registry 'Not/A Registry' is not a valid image "
-                                 "repository prefix (host[:port]/path, lower case). To fix, correct invoke.yaml "
+    assert (code, lines) == (2, ["error: invoke.yaml: cleanbuild.registry 'Not/A Registry' is not a valid image "
+                                 "repository prefix (host[:port]/path, lower case). To fix, correct invoke.yaml: "
                                  "cleanbuild.registry."])
 
 

@@ -1,4 +1,4 @@
-"""cleanbuild.settings: the invoke.yaml `cleanbuild:` section, the precedence rule, and task inputs -> Options."""
+"""cleanbuild.settings: the invoke.yaml `cleanbuild:` section, the precedence rule, and flags + config -> Request."""
 
 from __future__ import annotations
 
@@ -9,14 +9,7 @@ import pytest
 from cleanbuild import settings
 from cleanbuild.arch import Arch
 from cleanbuild.errors import UsageError
-from cleanbuild.settings import (
-    Inputs,
-    load_profile,
-    options,
-    pick,
-    registry,
-    site_config,
-)
+from cleanbuild.settings import given, resolve, site_config
 
 A40, B40, C40 = "a" * 40, "b" * 40, "c" * 40
 
@@ -63,94 +56,139 @@ def test_wrong_type_is_named(key, value, types):
 # ---- precedence -----------------------------------------------------------------------------------------------
 
 def test_flag_beats_config():
-    assert pick("flag", {"builder": "conf"}, "builder") == "flag"
+    assert given({"builder": "flag"}, {"builder": "conf"}, "builder", "builder") == settings.Given("flag", "--builder")
 
 
 def test_config_beats_default():
-    assert pick(None, {"progress": "plain"}, "progress") == "plain"
+    assert given({}, {"progress": "plain"}, "progress", "progress") == settings.Given(
+        "plain", "invoke.yaml: cleanbuild.progress")
 
 
 def test_default_when_neither_is_given():
-    assert pick(None, {}, "progress") == "auto"
+    assert given({}, {}, "progress", "progress") == settings.Given("auto", "the default progress")
 
 
 def test_empty_flag_and_empty_config_fall_through():
-    assert pick("", {"progress": ""}, "progress") == "auto"
+    assert given({"progress": ""}, {"progress": ""}, "progress", "progress").value == "auto"
+
+
+def test_an_empty_gpu_flag_is_given_not_every_gpu():
+    assert given({"gpu": ""}, {"gpus": "0"}, "gpus", "gpu", empty_is_given=True) == settings.Given("", "--gpu")
 
 
 def test_set_beats_config_overrides_beat_the_file():
     conf = {"overrides": {"components.aiter.ref": A40, "components.atom.ref": B40}}
-    prof = load_profile(Inputs(sets=(f"components.aiter.ref={C40}",)), conf)
+    prof = resolve({"set": [f"components.aiter.ref={C40}"]}, conf).profile
     assert (prof.component("aiter").get("ref"), prof.component("atom").get("ref")) == (C40, B40)
 
 
+def test_the_overrides_in_force_are_kept_for_a_relock():
+    conf = {"overrides": {"components.aiter.ref": A40, "components.atom.ref": B40}}
+    request = resolve({"set": [f"components.aiter.ref={C40}"]}, conf)
+    assert dict(request.overrides) == {"components.aiter.ref": C40, "components.atom.ref": B40}
+
+
 def test_profile_from_config():
-    assert load_profile(Inputs(), {"profile": "offline"}).name == "offline"
+    request = resolve({}, {"profile": "offline"})
+    assert (request.profile.name, request.profile_from) == ("offline", "invoke.yaml: cleanbuild.profile")
+
+
+def test_profile_flag_is_named_as_its_source():
+    assert resolve({"profile": "offline"}, {"profile": "default"}).profile_from == "--profile"
 
 
 def test_profile_as_a_toml_path(tmp_path):
     path = tmp_path / "mine.toml"
     path.write_text('inherits = "offline"\nname = "mine"\n')
-    prof = load_profile(Inputs(profile=str(path)), {})
+    prof = resolve({"profile": str(path)}, {}).profile
     assert (prof.name, prof.file, prof.python) == ("mine", path, "3.11")
+
+
+def test_a_flag_no_request_takes_is_a_programming_error():
+    with pytest.raises(TypeError, match="not request flags: \\['archs'\\]"):
+        resolve({"archs": "gfx942"}, {})
+
+
+def test_the_raw_config_is_checked_by_resolve():
+    with pytest.raises(UsageError, match="unknown key cleanbuild.profil"):
+        resolve({}, {"profil": "offline"})
 
 
 # ---- registry -------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["atom-build", "localhost:5000/atom", "ghcr.io/org/atom-build", "a.b_c/d-e"])
 def test_valid_registries(name):
-    assert registry({"registry": name}) == name
+    assert resolve({}, {"registry": name}).registry == name
 
 
 @pytest.mark.parametrize("name", ["Atom Build", "host:port:x", "UPPER/atom", "a//b", "atom/", "-atom", "a:b"])
 def test_invalid_registries_are_refused(name):
     with pytest.raises(UsageError) as info:
-        registry({"registry": name})
-    assert f"registry {name!r} is not a valid image repository prefix" in one_line(info)
+        resolve({}, {"registry": name})
+    assert one_line(info) == (f"invoke.yaml: cleanbuild.registry {name!r} is not a valid image repository prefix "
+                              "(host[:port]/path, lower case). To fix, correct invoke.yaml: cleanbuild.registry.")
 
 
 def test_registry_default():
-    assert registry({}) == "atom-build"
+    assert resolve({}, {}).registry == "atom-build"
 
 
 def test_registry_flag_beats_config():
-    assert registry({"registry": "conf"}, "localhost:5000/flag") == "localhost:5000/flag"
+    assert resolve({"registry": "localhost:5000/flag"}, {"registry": "conf"}).registry == "localhost:5000/flag"
 
 
-# ---- options --------------------------------------------------------------------------------------------------
+# ---- the request ------------------------------------------------------------------------------------------------
 
-def test_options_take_the_arch_given():
-    opts = options(Inputs(archs=(Arch.GFX950,), ck_free=True), {})
+def test_the_arch_and_ck_mode_given_reach_the_options():
+    opts = resolve({"arch": "gfx950", "ck_free": True}, {}).options(Arch.GFX950)
     assert (opts.arch, opts.ck_mode) == (Arch.GFX950, "ckfree")
+
+
+def test_a_matrix_task_takes_several_archs():
+    assert resolve({"arch": "gfx942,gfx950"}, {}, matrix=True).archs == (Arch.GFX942, Arch.GFX950)
+
+
+def test_a_single_arch_task_refuses_a_list():
+    with pytest.raises(UsageError):
+        resolve({"arch": "gfx942,gfx950"}, {})
+
+
+def test_no_arch_is_left_to_the_host_or_the_image():
+    assert resolve({}, {}).archs == ()
+
+
+def test_each_options_gets_its_own_run_id():
+    request = resolve({}, {})
+    assert request.options(Arch.GFX942).run_id != request.options(Arch.GFX942).run_id
 
 
 def test_missing_ca_bundle_is_named(tmp_path):
     with pytest.raises(UsageError) as info:
-        options(Inputs(archs=(Arch.GFX942,), ca_bundle=str(tmp_path / "no.pem")), {})
+        resolve({"ca_bundle": str(tmp_path / "no.pem")}, {})
     assert f"--ca-bundle {tmp_path / 'no.pem'} is not a file" in one_line(info)
 
 
 def test_missing_ca_bundle_from_config_names_the_key(tmp_path):
     with pytest.raises(UsageError) as info:
-        options(Inputs(archs=(Arch.GFX942,)), {"ca_bundle": str(tmp_path / "no.pem")})
-    assert f"invoke.yaml cleanbuild.ca_bundle {tmp_path / 'no.pem'} is not a file" in one_line(info)
+        resolve({}, {"ca_bundle": str(tmp_path / "no.pem")})
+    assert one_line(info).startswith(f"invoke.yaml: cleanbuild.ca_bundle {tmp_path / 'no.pem'} is not a file")
 
 
 def test_ca_bundle_from_config_is_resolved(tmp_path):
     pem = tmp_path / "ca.pem"
     pem.write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
-    assert options(Inputs(archs=(Arch.GFX942,)), {"ca_bundle": str(pem)}).ca_bundle == pem.resolve()
+    assert resolve({}, {"ca_bundle": str(pem)}).ca_bundle == pem.resolve()
 
 
 def test_ca_bundle_none_means_no_bundle():
-    assert options(Inputs(archs=(Arch.GFX942,), ca_bundle="none"), {"ca_bundle": "/etc/hosts"}).ca_bundle is None
+    assert resolve({"ca_bundle": "none"}, {"ca_bundle": "/etc/hosts"}).ca_bundle is None
 
 
 def test_ca_bundle_auto_takes_what_this_host_trusts(tmp_path, monkeypatch):
     pem = tmp_path / "host.pem"
     pem.write_text("x")
     monkeypatch.setenv("SSL_CERT_FILE", str(pem))
-    assert options(Inputs(archs=(Arch.GFX942,)), {}).ca_bundle == pem.resolve()
+    assert resolve({}, {}).ca_bundle == pem.resolve()
 
 
 def test_ca_bundle_auto_without_any_bundle_is_none(monkeypatch, tmp_path):
@@ -159,27 +197,43 @@ def test_ca_bundle_auto_without_any_bundle_is_none(monkeypatch, tmp_path):
     assert settings.ca_bundle("auto") is None
 
 
-def test_unknown_cache_mode_is_refused():
-    with pytest.raises(UsageError, match="cleanbuild.cache 'always' is not one of auto, inline, registry, none"):
-        options(Inputs(archs=(Arch.GFX942,)), {"cache": "always"})
+def test_unknown_cache_mode_is_refused_under_its_key():
+    with pytest.raises(UsageError) as info:
+        resolve({}, {"cache": "always"})
+    assert one_line(info) == ("invoke.yaml: cleanbuild.cache 'always' is not one of auto, inline, registry, none. "
+                              "To fix, use one of those.")
 
 
 def test_model_must_be_a_folder(tmp_path):
     with pytest.raises(UsageError) as info:
-        options(Inputs(archs=(Arch.GFX942,), model=str(tmp_path / "none")), {})
+        resolve({"model": str(tmp_path / "none")}, {})
     assert f"--model {tmp_path / 'none'} is not a folder" in one_line(info)
 
 
-def test_bad_progress_is_refused():
-    with pytest.raises(UsageError, match="^invoke.yaml cleanbuild.progress 'loud' is not one of auto, plain, tty"):
-        options(Inputs(archs=(Arch.GFX942,)), {"progress": "loud"})
-    with pytest.raises(UsageError, match="^--progress 'loud' is not one of auto, plain, tty"):
-        options(Inputs(archs=(Arch.GFX942,), progress="loud"), {"progress": "plain"})
+def test_model_is_a_resolved_path(tmp_path):
+    assert resolve({"model": str(tmp_path)}, {}).model == tmp_path.resolve()
+
+
+def test_bad_progress_in_invoke_yaml_is_named_by_its_key():
+    with pytest.raises(UsageError) as info:
+        resolve({}, {"progress": "loud"})
+    assert one_line(info) == ("invoke.yaml: cleanbuild.progress 'loud' is not one of auto, plain, tty, quiet. "
+                              "To fix, use one of those.")
+
+
+def test_bad_progress_flag_is_named_by_the_flag():
+    with pytest.raises(UsageError) as info:
+        resolve({"progress": "loud"}, {"progress": "plain"})
+    assert one_line(info) == "--progress 'loud' is not one of auto, plain, tty, quiet. To fix, use one of those."
+
+
+def test_a_good_progress_flag_wins_over_a_bad_config_value_it_replaces():
+    assert resolve({"progress": "plain"}, {"progress": "tty"}).progress == "plain"
 
 
 def test_bad_device_is_refused():
     with pytest.raises(UsageError, match="--device 'rocm' is not cpu or cuda"):
-        options(Inputs(archs=(Arch.GFX942,), device="rocm"), {})
+        resolve({"device": "rocm"}, {})
 
 
 @pytest.mark.parametrize("flag,config,gpus", [
@@ -187,25 +241,44 @@ def test_bad_device_is_refused():
     (None, {"gpus": "all"}, None), (None, {}, None),
 ])
 def test_gpus_parse_with_precedence(flag, config, gpus):
-    assert options(Inputs(archs=(Arch.GFX942,), gpus=flag), config).gpus == gpus
+    assert resolve({"gpu": flag}, config).gpus == gpus
 
 
 def test_bad_gpus_are_refused():
-    with pytest.raises(UsageError, match="--gpu 'first' is not a list of GPU indices"):
-        options(Inputs(archs=(Arch.GFX942,), gpus="first"), {})
+    with pytest.raises(UsageError, match="^--gpu 'first' is not a list of GPU indices"):
+        resolve({"gpu": "first"}, {})
 
 
-def test_bad_registry_in_config_is_refused_before_any_build():
-    with pytest.raises(UsageError, match="registry 'Atom Build'"):
-        options(Inputs(archs=(Arch.GFX942,)), {"registry": "Atom Build"})
+def test_bad_gpus_in_invoke_yaml_are_named_by_the_key():
+    with pytest.raises(UsageError, match="^invoke.yaml: cleanbuild.gpus 'first' is not a list of GPU indices"):
+        resolve({}, {"gpus": "first"})
+
+
+@pytest.mark.parametrize("flags,config,where", [
+    ({"user_id": "alice"}, {}, "--user-id 'alice'"),
+    ({}, {"container_user": "alice"}, "invoke.yaml: cleanbuild.container_user 'alice'"),
+])
+def test_a_user_id_that_is_not_numeric_is_named_where_it_came_from(flags, config, where):
+    with pytest.raises(UsageError) as info:
+        resolve(flags, config)
+    assert one_line(info).startswith(f"{where} is not UID or UID:GID. To fix")
+
+
+@pytest.mark.parametrize("flags,config,where", [
+    ({"builder": "--x"}, {}, "--builder '--x'"), ({}, {"builder": "--x"}, "invoke.yaml: cleanbuild.builder '--x'"),
+])
+def test_a_bad_builder_is_named_where_it_came_from(flags, config, where):
+    with pytest.raises(UsageError) as info:
+        resolve(flags, config)
+    assert one_line(info).startswith(f"{where} is not a buildx builder name. To fix")
 
 
 def test_user_flag_beats_config():
-    assert options(Inputs(archs=(Arch.GFX942,), user="flag"), {"user": "conf"}).user == "flag"
+    assert resolve({"user": "flag"}, {"user": "conf"}).user == "flag"
 
 
 def test_cache_dir_from_config(tmp_path):
-    assert options(Inputs(archs=(Arch.GFX942,)), {"cache_dir": str(tmp_path)}).cache_dir == tmp_path.resolve()
+    assert resolve({}, {"cache_dir": str(tmp_path)}).cache_dir == tmp_path.resolve()
 
 
 def test_run_ids_are_unique_and_sortable():

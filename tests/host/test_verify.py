@@ -7,7 +7,7 @@ import pytest
 from cleanbuild import engine, metadata, verify
 from cleanbuild.arch import Arch
 from cleanbuild.errors import UsageError
-from cleanbuild.settings import Inputs
+from cleanbuild.settings import resolve
 
 LABELS = {  # what the clean step writes and the candidate inherits (record.clean_labels, unit_labels, Dockerfile.clean)
     engine.UNIT_LABEL: "candidate", engine.KEY_LABEL: "0" * 64, engine.VARIANT_LABEL: "gfx950-ckfree",
@@ -16,22 +16,27 @@ LABELS = {  # what the clean step writes and the candidate inherits (record.clea
 }
 
 
-def test_label_inputs_give_profile_arch_ck_mode_unit_and_registry():
-    inputs, unit, registry = verify.label_inputs(LABELS, Inputs(), "x")
-    assert (inputs.profile, inputs.archs, inputs.ck_free, unit, registry) == (
+def test_label_request_gives_profile_arch_ck_mode_unit_and_registry():
+    request, unit, registry = verify.label_request(LABELS, resolve({}, {}), "x")
+    assert (request.profile.name, request.archs, request.ck_free, unit, registry) == (
         "offline", (Arch.GFX950,), True, "candidate", "127.0.0.1:5000/team")
 
 
+def test_the_label_beats_the_invoke_yaml_profile():
+    request, _, _ = verify.label_request(LABELS, resolve({}, {"profile": "default"}), "x")
+    assert request.profile.name == "offline"
+
+
 def test_a_given_profile_beats_the_label():
-    inputs, _, _ = verify.label_inputs(LABELS, Inputs(profile="site.toml"), "x")
-    assert inputs.profile == "site.toml"
+    request, _, _ = verify.label_request(LABELS, resolve({"profile": "default"}, {}), "x")
+    assert request.profile.name == "default"
 
 
 @pytest.mark.parametrize("missing", [engine.UNIT_LABEL, metadata.label("profile"), metadata.label("wheels-image")])
 def test_an_image_without_the_labels_is_bad_input(missing):
     labels = {k: v for k, v in LABELS.items() if k != missing}
     with pytest.raises(UsageError) as info:
-        verify.label_inputs(labels, Inputs(), "alpine:3")
+        verify.label_request(labels, resolve({}, {}), "alpine:3")
     assert str(info.value).startswith("alpine:3 lacks the io.atom-build labels")
 
 

@@ -17,10 +17,9 @@ from pathlib import Path
 import pytest
 
 from cleanbuild import commands, engine, pipeline
-from cleanbuild.arch import Arch
 from cleanbuild.errors import StepFailed
 from cleanbuild.plan import make_plan
-from cleanbuild.settings import Inputs
+from cleanbuild.settings import resolve
 from tests.support.builds import (
     ATOM_BUMP,
     REPO,
@@ -217,8 +216,8 @@ def test_a_registry_that_goes_away_mid_push_leaves_no_release(docker_engine, off
 
         monkeypatch.setattr(engine, "push", push_after_the_registry_died)
         with pytest.raises(StepFailed) as info:
-            commands.promote(f"{prefix}/candidate@{digest}", Inputs(archs=(Arch.GFX950,), profile="offline", model=str(model),
-                                                                   registry=prefix, user=f"ci-gone-{RUN}"), {})
+            commands.promote(f"{prefix}/candidate@{digest}", resolve({"arch": "gfx950", "profile": "offline", "model": str(model),
+                                                                      "registry": prefix, "user": f"ci-gone-{RUN}"}, {}))
         assert str(info.value).startswith(f"push of {prefix}/atom-gfx950-ckfree:ci-gone-{RUN}_")
         assert "\n" not in str(info.value)
         local = [t for i in docker_engine.images.list() for t in i.tags if t.startswith(f"{prefix}/atom-gfx950-ckfree:ci-gone-{RUN}_")]

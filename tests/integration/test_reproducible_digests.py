@@ -17,7 +17,7 @@ import pytest
 from cleanbuild import engine, pipeline, reproduce, verify
 from cleanbuild.errors import StepFailed
 from cleanbuild.plan import Plan, make_plan
-from cleanbuild.settings import Inputs
+from cleanbuild.settings import resolve
 from tests.integration.test_registry import registry, registry_digest  # noqa: F401 - the registry fixture
 from tests.support.builds import REPO, VARIANTS, offline_plan
 
@@ -81,7 +81,7 @@ def verified_build(reproducible_engine):
 
 def test_verify_rebuilds_an_image_from_its_labels_with_the_same_digest(reproducible_engine, verified_build):
     ref = verified_build.patch.image
-    result = verify.verify(reproducible_engine, ref, Inputs(), {})
+    result = verify.verify(reproducible_engine, ref, resolve({}, {}))
     assert (result["identical"], result["rebuilt"]) == (True, engine.image_id(reproducible_engine, ref))
 
 
@@ -95,7 +95,7 @@ def test_verify_names_the_layer_and_file_of_an_image_changed_after_the_build(rep
                    check=True, capture_output=True)
     result = {}
     try:
-        result = verify.verify(reproducible_engine, changed, Inputs(), {})
+        result = verify.verify(reproducible_engine, changed, resolve({}, {}))
         layers = len(engine.layers(reproducible_engine, ref))
         assert (result["identical"], result["difference"]["layer"], result["difference"]["file"]) == (
             False, layers, "opt/atom-build/extra.txt")
