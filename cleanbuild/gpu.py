@@ -24,6 +24,7 @@ from packaging.version import InvalidVersion, Version
 
 from .arch import KFD_NODES, gfx_from_target_version, kfd_nodes, kfd_properties
 from .errors import EnvironmentProblem, UsageError
+from .versions import rocm_minor
 
 COMPAT_FILE = Path(__file__).resolve().parent / "data" / "rocm_compat.toml"
 CPU_FIX = "or use a profile whose GPU steps run on the CPU"
@@ -373,12 +374,6 @@ def _version(text: str | None) -> Version | None:
         return Version(text) if text else None
     except InvalidVersion:
         return None
-
-
-def rocm_minor(version: str | None) -> str | None:
-    """'7.2.0', '7.2', '7.2.0.70200-43~24.04' -> '7.2'."""
-    m = re.match(r"\s*(\d+)\.(\d+)", version or "")
-    return f"{m.group(1)}.{m.group(2)}" if m else None
 
 
 def check_driver(info: DriverInfo, image_rocm: str | None, compat: Compat | None = None) -> str:
