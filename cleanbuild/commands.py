@@ -27,7 +27,7 @@ from .console import console, key_values, steps_table, units_table
 from .errors import CleanBuildError, EnvironmentProblem, StepFailed, UsageError
 from .plan import Plan, build_spec, commands, make_plan
 from .record import BuildRecord
-from .refs import image_ref
+from .refs import image_ref, parse_image, split_image
 from .run import quote, run
 from .settings import Inputs, load_profile, options
 from .spec import REPO_ROOT
@@ -256,7 +256,7 @@ def patch(*, src: str | None, image: str | None, only: tuple[str, ...], check: b
     _checked(image, "--image", inputs, config)
     cli = engine.client()
     plan, rec = image_plan(image, inputs, config, cli)
-    target = f"{image}-patched" if ":" in image.rsplit("/", 1)[-1] else f"{image}:patched"
+    target = f"{image}-patched" if split_image(image)[1] else f"{image}:patched"
     plan = replace(plan, patch=replace(plan.patch, image=target))
     if dry_run:
         print(buildx.describe(plan.patch, plan.options))
@@ -302,7 +302,7 @@ def promote(ref: str, inputs: Inputs, config) -> BuildRecord:
     image_id = engine.pull(cli, ref)
     if image_id is None:
         raise UsageError(f"{ref} is not in its registry. To fix, push it (build-clean with a registry) or pass the reference it printed.")
-    digest = ref.split("@", 1)[1] if "@" in ref else _digest_of(cli, ref)
+    digest = parse_image(ref).digest or _digest_of(cli, ref)
     image_arch, _ = metadata.image_labels(engine.inspect(cli, image_id).get("Config", {}).get("Labels"))
     node = inputs.archs[0] if inputs.archs else resolve(None, host_runner).arch
     if image_arch and node.value != image_arch:
@@ -330,10 +330,10 @@ def verify(ref: str, inputs: Inputs, config, *, as_json: bool) -> None:
 
 
 def _digest_of(cli, ref: str) -> str:
-    repo = ref.rsplit(":", 1)[0] if ":" in ref.rsplit("/", 1)[-1] else ref
+    repo = split_image(ref)[0]
     for entry in engine.repo_digests(cli, ref):
-        if entry.split("@", 1)[0] == repo:
-            return entry.split("@", 1)[1]
+        if parse_image(entry).repository == repo:
+            return parse_image(entry).digest
     raise StepFailed(f"{ref} has no registry digest after the pull. To fix, promote it by digest (REPO@sha256:...).")
 
 

@@ -15,6 +15,7 @@ from validation.archs import CK_MODES
 from . import metadata
 from .arch import Arch
 from .checkout import Checkout
+from .refs import split_image
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOCKER_DIR = REPO_ROOT / "docker"
@@ -121,7 +122,7 @@ def cache_flags(spec: BuildSpec, options: Options, *, containerd_store: bool = F
     stem's `-latest` tag, so a changed key still starts from the last build's layers."""
     if options.cache == "none" or (options.cache == "auto" and not options.remote):
         return ()
-    repo, _, tag = spec.image.rpartition(":")
+    repo, tag = split_image(spec.image)
     stem = tag.rsplit("-", 1)[0]
     if options.cache == "registry" or (options.cache == "auto" and containerd_store and options.builder is None):
         ref = f"type=registry,ref={repo}:{stem}-buildcache"
