@@ -5,7 +5,6 @@ executor (cleanbuild.pipeline). Nothing here parses argv and nothing here builds
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -30,7 +29,7 @@ from .record import BuildRecord
 from .refs import image_ref, parse_image, split_image
 from .run import quote, run
 from .settings import Inputs, load_profile, options
-from .spec import REPO_ROOT
+from .spec import REPO_ROOT, patches_argv
 
 BUILD_STEPS = ("preflight", "prepare", "wheels")
 
@@ -278,7 +277,7 @@ def _patch_folder(root: Path, only: tuple[str, ...], mode: str) -> None:
     except patches_cli.UsageError as exc:
         raise UsageError(f"patch --src {root} --only {' '.join(only) or '-'} refused because {exc}. To fix, pass a "
                          "folder holding aiter/ or atom/ and patch names from `python -m patches list`.") from None
-    argv = [sys.executable, "-m", "patches", mode, "--root", str(root.resolve()), *[x for n in only for x in ("--only", n)]]
+    argv = patches_argv(mode, root.resolve(), *[x for n in only for x in ("--only", n)])
     code = run(argv, check=False, cwd=REPO_ROOT).returncode
     if code == 2:
         raise StepFailed(f"patches {mode} failed because a patch drifted under {root} (see above); nothing was "

@@ -15,8 +15,6 @@ import datetime as dt
 import difflib
 import json
 import re
-import subprocess
-import sys
 import tempfile
 import tomllib
 import urllib.error
@@ -32,7 +30,8 @@ from .gitrepo import Repo
 from .imports import Tree, unresolved
 from .profiles import PROFILE_DIR, Profile, chain, load
 from .refs import SHA, git_ref
-from .spec import REPO_ROOT
+from .run import run
+from .spec import REPO_ROOT, patches_argv
 
 PATCH_TARGETS = ("aiter/tuned_gemm.py", "aiter/jit/core.py", "atom/model_ops/linear.py", "atom/utils/envs.py")
 FLYDSL = re.compile(r"""^FLYDSL_VERSION\s*=\s*["']flydsl==([^"']+)["']""", re.MULTILINE)
@@ -270,8 +269,7 @@ def patch_check(repo: Repo, sha: str) -> tuple[dict[str, str], list[str]]:
         present = repo.export(sha, list(PATCH_TARGETS), Path(tmp))
         if not present:
             return {}, []
-        proc = subprocess.run([sys.executable, "-m", "patches", "check", "--root", tmp, "--json"], cwd=REPO_ROOT,  # noqa: S603
-                              capture_output=True, text=True, check=False)
+        proc = run(patches_argv("check", tmp, "--json"), cwd=REPO_ROOT, capture=True, check=False, echo=False)
         try:
             data = json.loads(proc.stdout)
         except ValueError:

@@ -1,5 +1,6 @@
 """The shared types at the foundation: what a build is asked for (Options), one build (BuildSpec), one container
-run (RunSpec), what the engine can do (EngineFacts), and where this checkout is (REPO_ROOT).
+run (RunSpec), what the engine can do (EngineFacts), where this checkout is (REPO_ROOT) and how the host starts
+its patches CLI (patches_argv).
 
 The planner (cleanbuild.plan) makes them; the engine, buildx, the steps and the report take them. This module
 imports nothing above it, so the Docker boundary does not depend on the planner.
@@ -7,6 +8,7 @@ imports nothing above it, so the Docker boundary does not depend on the planner.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +21,14 @@ from .refs import split_image
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOCKER_DIR = REPO_ROOT / "docker"
+
+
+def patches_argv(mode: str, root: Path | str, *flags: str) -> list[str]:
+    """`python -m patches MODE --root ROOT ...` with this interpreter: the one way the host starts the patches CLI.
+
+    Run it with cwd=REPO_ROOT, so the patches/ package imported is this checkout's, the one the images copy.
+    """
+    return [sys.executable, "-m", "patches", mode, "--root", str(root), *flags]
 
 
 @dataclass(frozen=True)
