@@ -101,7 +101,8 @@ def unit_states(plan: Plan) -> list[dict]:
     except CleanBuildError as exc:
         return [{"state": "unknown", "why": f"no engine: {exc}"} for _ in plan.units]
     build = "build" + (" (or pull)" if plan.options.remote else "")
-    out, had = [], {}  # unit name -> the image ID a build would take
+    out: list[dict] = []
+    had: dict[str, str] = {}  # unit name -> the image ID a build would take
     for unit in plan.units:
         below = plan.below(unit)
         if below is not None and below.name not in had:  # what is found here sits on an image not yet here
