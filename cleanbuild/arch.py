@@ -85,6 +85,7 @@ class Detection:
 
 # ---- parsers: text in, GPUs out ------------------------------------------------------------------------
 
+KFD_NODES = "class/kfd/kfd/topology/nodes"
 _GFX = re.compile(r"\b(gfx[0-9a-f]{3,4})\b", re.IGNORECASE)
 
 
@@ -155,12 +156,45 @@ def parse_kfd_properties(texts: Iterable[str]) -> list[Gpu]:
     """One text per /sys/class/kfd/kfd/topology/nodes/*/properties; CPU nodes report version 0."""
     gpus = []
     for text in texts:
-        props = dict(_kv(line) for line in text.splitlines() if len(line.split()) == 2)
-        name = gfx_from_target_version(_int(props.get("gfx_target_version")))
+        props = kfd_properties(text)
+        name = gfx_from_target_version(props.get("gfx_target_version", 0))
         if name:
-            simd, per_cu = _int(props.get("simd_count")), _int(props.get("simd_per_cu"))
+            simd, per_cu = props.get("simd_count", 0), props.get("simd_per_cu", 0)
             gpus.append(Gpu(name, simd // per_cu if simd and per_cu else None))
     return gpus
+
+
+def kfd_properties(text: str) -> dict[str, int]:
+    """One KFD node's `properties` text ('name value' lines) -> its integer values.
+
+    The one parser for this file (arch detection and gpu.discover both read it); a line that is not a name and
+    an integer is skipped, so a property the kernel adds later cannot break either.
+    """
+    props = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].lstrip("-").isdigit():
+            props[parts[0]] = int(parts[1])
+    return props
+
+
+def kfd_nodes(sysfs: Path) -> list[tuple[int, str]]:
+    """(node id, `properties` text) for every KFD topology node, in the order ROCr enumerates them.
+
+    The one reader of /sys/class/kfd/kfd/topology: node ids sort numerically (10 after 9, as ROCr counts), bytes
+    that are not UTF-8 are replaced rather than fatal, and a node whose file cannot be read gives "" (no GPU).
+    """
+    root = Path(sysfs) / KFD_NODES
+    if not root.is_dir():
+        return []
+    nodes = []
+    for entry in sorted((p for p in root.iterdir() if p.name.isdigit()), key=lambda p: int(p.name)):
+        try:
+            text = (entry / "properties").read_text(errors="replace")
+        except OSError:
+            text = ""
+        nodes.append((int(entry.name), text))
+    return nodes
 
 
 def parse_torch(text: str) -> list[Gpu]:
@@ -172,18 +206,6 @@ def parse_torch(text: str) -> list[Gpu]:
             cus = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
             gpus.append(Gpu(parts[0].split(":")[0].lower(), cus))
     return gpus
-
-
-def _kv(line: str) -> tuple[str, str]:
-    k, v = line.split()
-    return k, v
-
-
-def _int(value: str | None) -> int:
-    try:
-        return int(value or 0)
-    except ValueError:
-        return 0
 
 
 # ---- probes: run a command (time-limited), hand its text to a parser ----------------------------------
@@ -207,10 +229,10 @@ class Probe:
 
 
 def _read_kfd(_: Runner, sysfs: Path) -> tuple[str, bool] | None:
-    files = sorted(sysfs.glob("class/kfd/kfd/topology/nodes/*/properties"))
-    if not files:
+    nodes = kfd_nodes(sysfs)
+    if not nodes:
         return None
-    return "\0".join(f.read_text(errors="replace") for f in files), False
+    return "\0".join(text for _, text in nodes), False
 
 
 PROBES = (

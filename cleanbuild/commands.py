@@ -6,7 +6,6 @@ or builds or runs a container itself.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -28,10 +27,10 @@ from .console import console, key_values, steps_table, units_table
 from .errors import CleanBuildError, EnvironmentProblem, StepFailed, UsageError
 from .plan import Plan, build_spec, commands, make_plan
 from .record import BuildRecord
-from .refs import image_ref
+from .refs import image_ref, parse_image, split_image
 from .run import quote, run
 from .settings import Request
-from .spec import REPO_ROOT
+from .spec import REPO_ROOT, patches_argv
 
 BUILD_STEPS = ("preflight", "prepare", "wheels")
 
@@ -252,7 +251,7 @@ def patch(*, src: str | None, image: str | None, only: tuple[str, ...], check: b
     image_ref(image, "--image")
     cli = engine.client()
     plan, rec = image_plan(image, request, cli)
-    target = f"{image}-patched" if ":" in image.rsplit("/", 1)[-1] else f"{image}:patched"
+    target = f"{image}-patched" if split_image(image)[1] else f"{image}:patched"
     plan = replace(plan, patch=replace(plan.patch, image=target))
     if dry_run:
         print(buildx.describe(plan.patch, plan.options))
@@ -274,7 +273,7 @@ def _patch_folder(root: Path, only: tuple[str, ...], mode: str) -> None:
     except patches_cli.UsageError as exc:
         raise UsageError(f"patch --src {root} --only {' '.join(only) or '-'} refused because {exc}. To fix, pass a "
                          "folder holding aiter/ or atom/ and patch names from `python -m patches list`.") from None
-    argv = [sys.executable, "-m", "patches", mode, "--root", str(root.resolve()), *[x for n in only for x in ("--only", n)]]
+    argv = patches_argv(mode, root.resolve(), *[x for n in only for x in ("--only", n)])
     code = run(argv, check=False, cwd=REPO_ROOT).returncode
     if code == 2:
         raise StepFailed(f"patches {mode} failed because a patch drifted under {root} (see above); nothing was "
@@ -298,7 +297,7 @@ def promote(ref: str, request: Request) -> BuildRecord:
     image_id = engine.pull(cli, ref)
     if image_id is None:
         raise UsageError(f"{ref} is not in its registry. To fix, push it (build-clean with a registry) or pass the reference it printed.")
-    digest = ref.split("@", 1)[1] if "@" in ref else _digest_of(cli, ref)
+    digest = parse_image(ref).digest or _digest_of(cli, ref)
     image_arch, _ = metadata.image_labels(engine.inspect(cli, image_id).get("Config", {}).get("Labels"))
     node = request.archs[0] if request.archs else resolve(None, host_runner).arch
     if image_arch and node.value != image_arch:
@@ -326,10 +325,10 @@ def verify(ref: str, request: Request, *, as_json: bool) -> None:
 
 
 def _digest_of(cli, ref: str) -> str:
-    repo = ref.rsplit(":", 1)[0] if ":" in ref.rsplit("/", 1)[-1] else ref
+    repo = split_image(ref)[0]
     for entry in engine.repo_digests(cli, ref):
-        if entry.split("@", 1)[0] == repo:
-            return entry.split("@", 1)[1]
+        if parse_image(entry).repository == repo:
+            return parse_image(entry).digest
     raise StepFailed(f"{ref} has no registry digest after the pull. To fix, promote it by digest (REPO@sha256:...).")
 
 

@@ -25,6 +25,7 @@ from packaging.version import Version
 
 from . import interrupts, metadata
 from .errors import CleanBuildError, EnvironmentProblem, StepFailed, UsageError
+from .refs import parse_image
 from .run import run
 from .spec import EngineFacts, RunSpec
 
@@ -300,10 +301,9 @@ def save(cli, image: str, dest: Path) -> Path:
 
 
 def _split(ref: str) -> tuple[str, str]:
-    if "@" in ref:
-        return ref.split("@", 1)[0], ref.split("@", 1)[1]
-    repo, _, tag = ref.rpartition(":")
-    return (repo, tag) if repo and "/" not in tag else (ref, "latest")
+    """(repository, tag) as the SDK's pull and push take them: a digest goes where the tag goes, none is 'latest'."""
+    name = parse_image(ref)
+    return name.repository, name.digest or name.tag or "latest"
 
 
 @_boundary

@@ -22,10 +22,10 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from .arch import gfx_from_target_version
+from .arch import KFD_NODES, gfx_from_target_version, kfd_nodes, kfd_properties
 from .errors import EnvironmentProblem, UsageError
+from .versions import rocm_minor
 
-KFD_NODES = "class/kfd/kfd/topology/nodes"
 COMPAT_FILE = Path(__file__).resolve().parent / "data" / "rocm_compat.toml"
 CPU_FIX = "or use a profile whose GPU steps run on the CPU"
 
@@ -75,30 +75,14 @@ def discover(dev_root: Path = Path("/dev"), sysfs: Path = Path("/sys")) -> tuple
 
 
 def _kfd_gpu_nodes(sysfs: Path) -> list[tuple[int, dict[str, int]]]:
-    root = Path(sysfs) / KFD_NODES
-    if not root.is_dir():
-        return []
     nodes = []
-    for entry in sorted((p for p in root.iterdir() if p.name.isdigit()), key=lambda p: int(p.name)):
-        props = _read_properties(entry / "properties")
+    for node_id, text in kfd_nodes(sysfs):
+        props = kfd_properties(text)
         # CPU nodes report no SIMDs and gfx_target_version 0; a GPU always has a render minor (>= 128).
         is_gpu = props.get("simd_count", 0) > 0 or props.get("gfx_target_version", 0) > 0
         if is_gpu and props.get("drm_render_minor", 0) > 0:
-            nodes.append((int(entry.name), props))
+            nodes.append((node_id, props))
     return nodes
-
-
-def _read_properties(path: Path) -> dict[str, int]:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return {}
-    props = {}
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[1].lstrip("-").isdigit():
-            props[parts[0]] = int(parts[1])
-    return props
 
 
 def _pci_bus(sysfs: Path, minor: int, props: Mapping[str, int]) -> str:
@@ -391,12 +375,6 @@ def _version(text: str | None) -> Version | None:
         return Version(text) if text else None
     except InvalidVersion:
         return None
-
-
-def rocm_minor(version: str | None) -> str | None:
-    """'7.2.0', '7.2', '7.2.0.70200-43~24.04' -> '7.2'."""
-    m = re.match(r"\s*(\d+)\.(\d+)", version or "")
-    return f"{m.group(1)}.{m.group(2)}" if m else None
 
 
 def check_driver(info: DriverInfo, image_rocm: str | None, compat: Compat | None = None) -> str:

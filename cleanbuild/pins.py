@@ -15,9 +15,8 @@ import datetime as dt
 import difflib
 import json
 import re
-import subprocess
-import sys
 import tempfile
+import tomllib
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
@@ -29,10 +28,10 @@ from .atomic import replace_all
 from .errors import CleanBuildError, StepFailed, UsageError
 from .gitrepo import Repo
 from .imports import Tree, unresolved
-from .profiles import PROFILE_DIR, Profile, load
-from .profiles import _sibling as parent_file
+from .profiles import PROFILE_DIR, Profile, chain, load
 from .refs import SHA, git_ref
-from .spec import REPO_ROOT
+from .run import run
+from .spec import REPO_ROOT, patches_argv
 
 PATCH_TARGETS = ("aiter/tuned_gemm.py", "aiter/jit/core.py", "atom/model_ops/linear.py", "atom/utils/envs.py")
 FLYDSL = re.compile(r"""^FLYDSL_VERSION\s*=\s*["']flydsl==([^"']+)["']""", re.MULTILINE)
@@ -270,8 +269,7 @@ def patch_check(repo: Repo, sha: str) -> tuple[dict[str, str], list[str]]:
         present = repo.export(sha, list(PATCH_TARGETS), Path(tmp))
         if not present:
             return {}, []
-        proc = subprocess.run([sys.executable, "-m", "patches", "check", "--root", tmp, "--json"], cwd=REPO_ROOT,  # noqa: S603
-                              capture_output=True, text=True, check=False)
+        proc = run(patches_argv("check", tmp, "--json"), cwd=REPO_ROOT, capture=True, check=False, echo=False)
         try:
             data = json.loads(proc.stdout)
         except ValueError:
@@ -283,7 +281,7 @@ def patch_check(repo: Repo, sha: str) -> tuple[dict[str, str], list[str]]:
 
 def _defining_file(profile: Profile, component: str) -> Path:
     """The profile file (of the inheritance chain) whose [components.<name>] table sets `ref`."""
-    for file in _chain(profile.file):
+    for file in chain(profile.file):
         if _sets_ref(file.read_text(), component):
             return file
     raise UsageError(f"no profile file in {profile.file}'s chain pins components.{component}.ref. To fix, add "
@@ -308,19 +306,6 @@ def _sets_ref(text: str, component: str) -> bool:
     return bool(re.search(rf"^\[components\.{component}\]\n(?:(?!^\[).)*?^ref\s*=", text, re.MULTILINE | re.DOTALL))
 
 
-def _chain(file: Path) -> list[Path]:
-    """file, its parent, its grandparent ... by the rule profiles.load follows (beside it, else a built-in)."""
-    out = [file]
-    while True:
-        parent = re.search(r'^inherits\s*=\s*"([^"]+)"', out[-1].read_text(), re.MULTILINE)
-        if not parent:
-            return out
-        nxt = parent_file(out[-1], parent.group(1))
-        if not nxt.is_file() or nxt.resolve() in {f.resolve() for f in out}:
-            return out
-        out.append(nxt)
-
-
 def affected(file: Path, given: Path, component: str) -> list[Path]:
     """The profiles whose pin moves when `file`'s ref does: file itself, the profile given, and every profile
     beside either that inherits file and does not set the ref itself."""
@@ -329,12 +314,12 @@ def affected(file: Path, given: Path, component: str) -> list[Path]:
     out = []
     for path in candidates:
         try:
-            chain = [f.resolve() for f in _chain(path)]
-        except (OSError, UnicodeDecodeError):
+            files = [f.resolve() for f in chain(path)]
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
             continue  # not a profile this bump can read: it cannot inherit the file either
-        if file.resolve() not in chain:
+        if file.resolve() not in files:
             continue
-        below = chain[: chain.index(file.resolve())]
+        below = files[: files.index(file.resolve())]
         if not any(_sets_ref(f.read_text(), component) for f in below):
             out.append(path)
     return out

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from .errors import EnvironmentProblem, StepFailed
 from .plan import CLEAN_ONLY_SCRIPTS, Plan, Prepare, standin_image
+from .refs import split_image
 from .run import CommandFailed, run
 from .spec import DOCKER_DIR
 
@@ -100,7 +101,7 @@ def ensure_standin(prep: Prepare, cache_dir: Path, image_exists) -> str:
     image = standin_image(spec)
     if image_exists(image):
         return image
-    key = image.rsplit(":", 1)[1]
+    key = split_image(image)[1]
     tar = cache_dir / f"standin-base-{key}.tar"
     if not tar.exists():
         partial = cache_dir / f"standin-base-{key}.partial.tar"  # mmdebstrap picks the format from the suffix

@@ -165,14 +165,34 @@ def _read_chain(file: Path, name: str, seen: tuple[Path, ...]) -> dict:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"profile {file} is not valid TOML ({exc}). To fix, correct the file.") from None
     check(data, SCHEMA, file, "")
-    parent = data.get("inherits")
-    if not parent:
+    parent = _parent(file, data)
+    if parent is None:
         return data
-    if not _sibling(file, str(parent)).is_file():
-        raise UsageError(f"profile {file} inherits {str(parent)!r}, which is neither a file beside it nor a built-in "
-                         f"profile ({', '.join(available())}). To fix, correct its `inherits` line.")
-    base = _read_chain(_sibling(file, str(parent)), str(parent), (*seen, file.resolve()))
+    if not parent.is_file():
+        raise UsageError(f"profile {file} inherits {str(data['inherits'])!r}, which is neither a file beside it nor a "
+                         f"built-in profile ({', '.join(available())}). To fix, correct its `inherits` line.")
+    base = _read_chain(parent, str(data["inherits"]), (*seen, file.resolve()))
     return merge(base, data)
+
+
+def chain(file: Path) -> list[Path]:
+    """The files load() merges for `file`, child first: file, the profile it inherits, that one's parent ...
+
+    For callers that edit one file of the chain (pins --bump). It stops quietly where load() would refuse (a
+    missing parent, a loop); an unreadable or invalid file raises OSError, UnicodeDecodeError or TOMLDecodeError.
+    """
+    out = [file]
+    while True:
+        parent = _parent(out[-1], tomllib.loads(out[-1].read_text(encoding="utf-8")))
+        if parent is None or not parent.is_file() or parent.resolve() in {f.resolve() for f in out}:
+            return out
+        out.append(parent)
+
+
+def _parent(file: Path, data: Mapping[str, object]) -> Path | None:
+    """The file a profile's `inherits` names (it may not exist), or None when it inherits nothing."""
+    parent = data.get("inherits")
+    return _sibling(file, str(parent)) if parent else None
 
 
 def _sibling(file: Path, parent: str) -> Path:

@@ -9,6 +9,7 @@ Ref names follow `git check-ref-format --allow-onelevel`; a URL takes one of git
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from .errors import UsageError
 
@@ -65,6 +66,33 @@ def image_ref(text: str, what: str) -> str:
         raise UsageError(f"{what} {value!r} is not an image reference. To fix, pass NAME[:TAG], "
                          "REPO@sha256:DIGEST (64 hex) or an image ID.")
     return value
+
+
+class ImageName(NamedTuple):
+    """An image reference in its parts: repository (registry host and port included), tag, digest."""
+
+    repository: str
+    tag: str  # "" when the reference names none (Docker would read 'latest'; callers decide)
+    digest: str  # "sha256:..." when pinned, else ""
+
+
+def parse_image(ref: str) -> ImageName:
+    """Split NAME[:TAG][@DIGEST] the way Docker does; the one place that takes an image reference apart.
+
+    A ':' is a tag only after the last '/', so a registry port (127.0.0.1:5000/x/y) stays in the repository,
+    and the digest goes first so its 'sha256:' is never read as a tag. It checks nothing: image_ref does that.
+    """
+    name, _, digest = str(ref).partition("@")
+    colon = name.rfind(":")
+    if colon > name.rfind("/"):
+        return ImageName(name[:colon], name[colon + 1:], digest)
+    return ImageName(name, "", digest)
+
+
+def split_image(ref: str) -> tuple[str, str]:
+    """(repository, tag) of an image reference; the tag is "" when it has none (a digest is dropped)."""
+    name = parse_image(ref)
+    return name.repository, name.tag
 
 
 def is_sha(text: str) -> bool:

@@ -12,6 +12,7 @@ from pathlib import Path
 from . import sbom, srcplan
 from .plan import Plan
 from .record import BuildRecord
+from .refs import split_image
 from .spec import REPO_ROOT
 
 REPORTS = REPO_ROOT / "reports"
@@ -125,8 +126,8 @@ def write_data(folder: Path, data: dict, files: dict[str, dict] | None = None) -
 
 def load(ref: str) -> dict | None:
     """A report by 'registry/atom-gfx942:TAG', 'atom-gfx942:TAG' or a bare TAG (when only one arch has it)."""
-    repo, _, tag = ref.rpartition(":")
-    if repo and "/" not in tag:
+    repo, tag = split_image(ref)
+    if repo and tag:
         file = REPORTS / repo.rsplit("/", 1)[-1] / tag / "report.json"
         return json.loads(file.read_text()) if file.is_file() else None
     found = sorted(REPORTS.glob(f"*/{ref}/report.json"))

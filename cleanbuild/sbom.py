@@ -22,6 +22,8 @@ from cyclonedx.model.component import Component, ComponentType
 from cyclonedx.output.json import JsonV1Dot6
 from packageurl import PackageURL
 
+from .refs import parse_image
+
 PYPI = "https://pypi.org/simple"
 NS = "io.atom-build"
 
@@ -64,9 +66,10 @@ def cyclonedx(manifest: dict, *, image: str, image_id: str | None, base: str, ba
     bom.metadata.timestamp = None  # type: ignore[assignment]
     bom.metadata.component = Component(type=ComponentType.CONTAINER, name=image, version=image_id or "unknown",
                                        bom_ref="image")
-    base_name, _, base_tag = base.rpartition(":") if ":" in base.rsplit("/", 1)[-1] else (base, "", "")
+    base_name = parse_image(base)  # a pinned base is REPO:TAG@sha256:...; its name is the repository alone
     bom.components.add(Component(
-        type=ComponentType.CONTAINER, name=base_name, version=base_digest or base_tag or "unknown", bom_ref="base-image",
+        type=ComponentType.CONTAINER, name=base_name.repository,
+        version=base_digest or base_name.digest or base_name.tag or "unknown", bom_ref="base-image",
         hashes=[HashType(alg=HashAlgorithm.SHA_256, content=base_digest.split(":", 1)[1])] if base_digest else [],
         properties=[Property(name=f"{NS}:role", value="base image"), Property(name=f"{NS}:reference", value=base)]))
     parts = [wheel_component(wheel, manifest) for wheel in manifest.get("wheels", [])]

@@ -1,5 +1,6 @@
 """The shared types at the foundation: what a build is asked for (Options), one build (BuildSpec), one container
-run (RunSpec), what the engine can do (EngineFacts), and where this checkout is (REPO_ROOT).
+run (RunSpec), what the engine can do (EngineFacts), where this checkout is (REPO_ROOT) and how the host starts
+its patches CLI (patches_argv).
 
 The planner (cleanbuild.plan) makes them; the engine, buildx, the steps and the report take them. This module
 imports nothing above it, so the Docker boundary does not depend on the planner.
@@ -7,6 +8,7 @@ imports nothing above it, so the Docker boundary does not depend on the planner.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,9 +17,18 @@ from validation.archs import CK_MODES
 from . import metadata
 from .arch import Arch
 from .checkout import Checkout
+from .refs import split_image
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOCKER_DIR = REPO_ROOT / "docker"
+
+
+def patches_argv(mode: str, root: Path | str, *flags: str) -> list[str]:
+    """`python -m patches MODE --root ROOT ...` with this interpreter: the one way the host starts the patches CLI.
+
+    Run it with cwd=REPO_ROOT, so the patches/ package imported is this checkout's, the one the images copy.
+    """
+    return [sys.executable, "-m", "patches", mode, "--root", str(root), *flags]
 
 
 @dataclass(frozen=True)
@@ -121,7 +132,7 @@ def cache_flags(spec: BuildSpec, options: Options, *, containerd_store: bool = F
     stem's `-latest` tag, so a changed key still starts from the last build's layers."""
     if options.cache == "none" or (options.cache == "auto" and not options.remote):
         return ()
-    repo, _, tag = spec.image.rpartition(":")
+    repo, tag = split_image(spec.image)
     stem = tag.rsplit("-", 1)[0]
     if options.cache == "registry" or (options.cache == "auto" and containerd_store and options.builder is None):
         ref = f"type=registry,ref={repo}:{stem}-buildcache"

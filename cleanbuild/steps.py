@@ -27,6 +27,7 @@ from .record import (
     clean_labels,
     digest,
 )
+from .refs import split_image
 from .spec import BuildSpec, cache_flags
 from .tag import Tag, TagParts, make_tag
 
@@ -95,7 +96,7 @@ def _ensure(ctx: Ctx, rec: BuildRecord, unit: Unit, labels: tuple[tuple[str, str
         if found is not None:
             image_id, tags = found
             if unit.image not in tags:
-                engine.tag(cli, image_id, *unit.image.rsplit(":", 1))
+                engine.tag(cli, image_id, *split_image(unit.image))
             if o.remote and how.startswith("found") and not engine.registry_has(cli, unit.image):
                 engine.push(cli, unit.image)
                 how += ", pushed (the registry lacked it)"
@@ -108,7 +109,7 @@ def _ensure(ctx: Ctx, rec: BuildRecord, unit: Unit, labels: tuple[tuple[str, str
     if o.remote:
         engine.push(cli, unit.image)
         if "type=inline" in cache_flags(build_spec(unit), o, containerd_store=_containerd_store(rec)):  # its -latest tag
-            repo, _, tag = unit.image.rpartition(":")
+            repo, tag = split_image(unit.image)
             latest = f"{tag.rsplit('-', 1)[0]}-latest"
             engine.tag(cli, image_id, repo, latest)
             engine.push(cli, f"{repo}:{latest}")

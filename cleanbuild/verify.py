@@ -18,6 +18,7 @@ from . import engine, metadata, pipeline, reproduce
 from .components import changed
 from .errors import EnvironmentProblem, StepFailed, UsageError
 from .plan import Plan, make_plan
+from .refs import split_image
 from .settings import Request, parse_arch, profile
 
 STEPS = ("preflight", "prepare", "wheels", "clean", "patch")
@@ -75,7 +76,7 @@ def verify(cli, ref: str, given: Request) -> dict:
                                  ">= 26 with the containerd image store (.ci/install-docker.sh).")
     plan, unit_name, image_id = rebuild_plan(cli, ref, given)
     image = plan.unit(unit_name).image
-    repo, tag = image.rsplit(":", 1)
+    repo, tag = split_image(image)
     before = engine.image_id(cli, image)
     # The containerd store drops an image that loses its last name: hold the verified one (and what the unit's
     # name pointed to) under names of their own while the rebuild takes the unit's name.

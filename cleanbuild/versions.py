@@ -20,6 +20,15 @@ def rocm_version(raw: str | None) -> str | None:
     return f"{int(major)}.{int(minor)}.{int(patch)}"
 
 
+def rocm_minor(raw: str | None) -> str | None:
+    """'7.2.0', '7.2', '7.2.0.70200-43~24.04' -> '7.2': the release line AMD's driver matrix is keyed by.
+
+    Read through rocm_version, so both keys of one ROCm string come from the one parser.
+    """
+    release = rocm_version(raw)
+    return release.rsplit(".", 1)[0] if release else None
+
+
 def normalise(raw: str | None) -> str | None:
     """PEP 440 normal form where the string is PEP 440 ('1.0.0-rc1' -> '1.0.0rc1'), else the stripped raw."""
     if raw is None:

@@ -75,6 +75,26 @@ def test_kfd_properties_skip_cpu_nodes():
     assert gpus == [Gpu("gfx942", 304)] * 2
 
 
+def test_kfd_properties_keeps_integer_values_only():
+    assert A.kfd_properties("simd_count 1216\nname gfx942\nlocation_id -1\nbad line here\n") == {
+        "simd_count": 1216, "location_id": -1}
+
+
+def test_kfd_nodes_are_read_in_numeric_order_and_an_unreadable_node_is_empty(tmp_path):
+    nodes = tmp_path / A.KFD_NODES
+    for i in (10, 2, 9):
+        (nodes / str(i)).mkdir(parents=True)
+        (nodes / str(i) / "properties").write_text(kfd_gpu(90402) if i == 10 else kfd_cpu())
+    (nodes / "2" / "properties").unlink()  # a node without its file reads as no GPU, not an error
+    (nodes / "lost+found").mkdir()  # not a node: ignored
+    assert [(n, A.parse_kfd_properties([t])) for n, t in A.kfd_nodes(tmp_path)] == [
+        (2, []), (9, []), (10, [Gpu("gfx942", 304)])]
+
+
+def test_kfd_nodes_without_a_topology_is_empty(tmp_path):
+    assert A.kfd_nodes(tmp_path) == []
+
+
 def test_torch_probe_output():
     assert A.parse_torch("gfx942:sramecc+:xnack- 304\ngfx942:sramecc+:xnack- 304\n") == [Gpu("gfx942", 304)] * 2
     assert A.parse_torch("NVIDIA H200 132\n") == []

@@ -400,11 +400,6 @@ def test_unloaded_driver_is_an_environment_problem():
         G.check_driver(G.DriverInfo(False, None, "6.8.0"), "7.2")
 
 
-@pytest.mark.parametrize(("text", "want"), [("7.2.0", "7.2"), ("7.2", "7.2"), ("7.2.0.70200-43~24.04", "7.2"), ("rocm", None), (None, None)])
-def test_rocm_minor(text, want):
-    assert G.rocm_minor(text) == want
-
-
 # ---- the compatibility data ------------------------------------------------------------------------------
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import json
 import subprocess
 
 import pytest
@@ -12,6 +13,8 @@ from invoke import Program
 from cleanbuild import pins, profiles
 from cleanbuild.errors import EnvironmentProblem, UsageError
 from cleanbuild.gitrepo import Repo
+from cleanbuild.run import run
+from cleanbuild.spec import REPO_ROOT, patches_argv
 from tests.support.upstream import (
     AITER_HEAD,
     AITER_PIN,
@@ -416,3 +419,11 @@ def test_rewrite_ref_keeps_one_bump_note():
 def test_rewrite_ref_refuses_a_ref_written_another_way():
     with pytest.raises(UsageError, match="components.aiter.ref is not written as ref = \"old\""):
         pins.rewrite_ref("[components.aiter]\nref='old'\n", "aiter", "old", "new", "note")
+
+
+def test_patches_argv_starts_this_checkouts_patches_cli(tmp_path):
+    """The one way the host starts `python -m patches` (pins' check, `invoke patch --src`) reaches the real CLI."""
+    (tmp_path / "aiter").mkdir()
+    result = run(patches_argv("check", tmp_path, "--json"), cwd=REPO_ROOT, capture=True, check=False, echo=False)
+    report = json.loads(result.stdout)
+    assert (result.returncode, report["root"], report["mode"]) == (0, str(tmp_path), "check")

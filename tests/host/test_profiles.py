@@ -295,3 +295,25 @@ def test_parse_sets_needs_key_and_value(item):
     with pytest.raises(UsageError) as info:
         profiles.parse_sets([item])
     assert f"--set {item!r} is not KEY=VALUE" in one_line(info)
+
+
+# ---- the inheritance chain (what pins --bump edits) -------------------------------------------------------------
+
+
+def test_chain_is_the_files_load_merges_child_first(tmp_path):
+    path = child(tmp_path, "")
+    assert profiles.chain(path) == [path, PROFILE_DIR / "default.toml"]
+    assert profiles.chain(PROFILE_DIR / "offline.toml") == [PROFILE_DIR / "offline.toml", PROFILE_DIR / "default.toml"]
+
+
+def test_chain_prefers_a_parent_beside_the_child_and_reads_inherits_as_toml(tmp_path):
+    parent = write(tmp_path, "default.toml", 'name = "local"\n')
+    path = write(tmp_path, "child.toml", "inherits = 'default'  # single quotes are TOML too\n")
+    assert profiles.chain(path) == [path, parent]
+
+
+def test_chain_stops_where_load_refuses(tmp_path):
+    loop = write(tmp_path, "a.toml", 'inherits = "b"\n')
+    other = write(tmp_path, "b.toml", 'inherits = "a"\n')
+    missing = write(tmp_path, "c.toml", 'inherits = "nowhere"\n')
+    assert (profiles.chain(loop), profiles.chain(missing)) == ([loop, other], [missing])

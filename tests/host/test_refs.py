@@ -65,3 +65,19 @@ def test_image_references(ref):
 def test_what_is_not_an_image_reference(ref):
     with pytest.raises(UsageError, match="is not an image reference"):
         refs.image_ref(ref, "IMAGE")
+
+
+@pytest.mark.parametrize(("ref", "want"), [
+    ("atom-gfx942:dev-1", ("atom-gfx942", "dev-1", "")),
+    ("atom-gfx942", ("atom-gfx942", "", "")),
+    ("127.0.0.1:5000/atom-build/atom-gfx942:dev-1", ("127.0.0.1:5000/atom-build/atom-gfx942", "dev-1", "")),
+    ("127.0.0.1:5000/atom-build/atom-gfx942", ("127.0.0.1:5000/atom-build/atom-gfx942", "", "")),
+    ("rocm/dev-ubuntu-24.04@sha256:" + "a" * 64, ("rocm/dev-ubuntu-24.04", "", "sha256:" + "a" * 64)),
+    ("localhost:5000/x:7.2-complete@sha256:" + "b" * 64, ("localhost:5000/x", "7.2-complete", "sha256:" + "b" * 64)),
+])
+def test_an_image_reference_splits_into_repository_tag_and_digest(ref, want):
+    assert refs.parse_image(ref) == want
+
+
+def test_split_image_is_repository_and_tag():
+    assert refs.split_image("registry.example:443/a/b:t@sha256:" + "c" * 64) == ("registry.example:443/a/b", "t")

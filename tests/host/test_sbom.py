@@ -50,6 +50,12 @@ def test_the_base_image_is_a_component_with_its_digest(stage):  # noqa: F811
         DIGEST, "cd" * 32)
 
 
+def test_a_base_pinned_by_digest_is_named_by_its_repository(stage):  # noqa: F811
+    pinned = f"rocm/dev-ubuntu-24.04:7.2-complete@{DIGEST}"  # what Profile.pinned gives plan.base_image
+    found = components(sbom.cyclonedx(manifest_of(stage), image="i", image_id=None, base=pinned, base_digest=None))
+    assert found["rocm/dev-ubuntu-24.04"]["version"] == DIGEST
+
+
 def test_the_same_manifest_gives_the_same_document(stage):  # noqa: F811
     manifest = manifest_of(stage)
     args = {"image": "i", "image_id": "sha256:" + "e" * 64, "base": BASE, "base_digest": DIGEST}

@@ -1,6 +1,12 @@
 import pytest
 
-from cleanbuild.versions import normalise, rocm_version
+from cleanbuild.versions import normalise, rocm_minor, rocm_version
+
+
+@pytest.mark.parametrize(("text", "want"), [("7.2.0", "7.2"), ("7.2", "7.2"), ("7.2.0.70200-43~24.04", "7.2"),
+                                           ("07.02.1", "7.2"), ("rocm", None), (None, None)])
+def test_rocm_minor_comes_from_the_same_parser(text, want):
+    assert rocm_minor(text) == want
 
 
 @pytest.mark.parametrize("raw,expected", [
