@@ -31,8 +31,8 @@ ARG_KEYS = ("source", "version", "repo", "ref", "index_url", "package")
 _COMPONENT = {"source": SOURCES, "version": str, "repo": str, "ref": str, "branch": str, "index_url": str,
               "package": str, "prebuild_kernels": bool, "triton_only": bool, "max_jobs": int, "build": list}
 SCHEMA: dict[str, object] = {
-    "name": str, "description": str, "inherits": str, "pinned": str, "offline": bool, "python": str,
-    "disk_gib": float,
+    "name": str, "description": str, "inherits": str, "pinned": str, "offline": bool, "substitutes": list,
+    "python": str, "disk_gib": float,
     "base": {"image": str, "digest": str, "rocm": str, "standin": bool},
     "components": {name: _COMPONENT for name in COMPONENTS},
     "lock": {"python_platform": str, "exclude": list},
@@ -78,6 +78,12 @@ class Profile:
     @property
     def offline(self) -> bool:
         return bool(self.data.get("offline", False))
+
+    @property
+    def substitutes(self) -> tuple[str, ...]:
+        """What an offline profile puts in place of the real thing, one line each: every report lists them."""
+        listed = self.data.get("substitutes")
+        return tuple(str(s) for s in listed) if self.offline and isinstance(listed, list) else ()
 
     @property
     def python(self) -> str:

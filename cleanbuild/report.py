@@ -28,7 +28,7 @@ def build(plan: Plan, rec: BuildRecord, *, failed: bool, error: str | None = Non
         "dirty": plan.dirty, "src": [srcplan.describe(c) for c in plan.options.src],
         "tag_changes": list(rec.tag.steps) if rec.tag else [],
         "run_id": rec.run_id, "started_at": rec.started_at, "profile": plan.profile.name,
-        "offline_substitutes": _substitutes(plan), "pinned": plan.profile.pinned,
+        "offline_substitutes": list(plan.profile.substitutes), "pinned": plan.profile.pinned,
         "arch": plan.options.arch.value, "ck_mode": plan.options.ck_mode,
         "image_id": image, "image_size_bytes": seen.size_bytes if seen else None,
         "largest_layers": list(seen.largest_layers) if seen else [],
@@ -58,18 +58,6 @@ def validation_status(validation: dict | None) -> str:
     if not validation:
         return "not run"
     return next((s for s in ("failed", "warning", "passed") if s in statuses), "skipped")
-
-
-def _substitutes(plan: Plan) -> list[str]:
-    if not plan.profile.offline:
-        return []
-    subs: list[str] = []
-    for line in plan.profile.file.read_text().splitlines()[:20]:
-        if line.startswith("#    ") and subs:  # indented further: the entry above goes on
-            subs[-1] += " " + line.strip("# ").strip()
-        elif line.startswith("#   "):
-            subs.append(line.strip("# ").strip())
-    return subs
 
 
 def _facts(rec: BuildRecord) -> dict | None:

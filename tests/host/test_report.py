@@ -52,14 +52,15 @@ def test_rewriting_a_report_leaves_no_temporary_folder(reports):
 
 
 def test_offline_report_lists_each_substitution_once():
-    subs = report._substitutes(offline_plan())
-    assert [s.split()[0] for s in subs] == ["base", "torch", "repos", "aiter", "mori", "validation"]
+    subs = offline_plan().profile.substitutes
+    assert [s.split(":")[0] for s in subs] == ["base", "torch", "repos", "aiter", "mori", "validation"]
     assert subs[3].endswith("no HIP/CK build (that needs ROCm); PREBUILD_KERNELS=0")
 
 
 def test_default_report_lists_no_substitution():
     plan = P.make_plan(profiles.load("default"), Options(arch=Arch.GFX942))
-    assert report._substitutes(plan) == []
+    assert plan.profile.substitutes == ()
+    assert profiles.load("offline", {"offline": False}).substitutes == ()  # listed, but not offline: none apply
 
 
 def test_clean_labels_carry_pins_and_manifest_facts():
