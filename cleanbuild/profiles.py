@@ -83,7 +83,7 @@ class Profile:
     def substitutes(self) -> tuple[str, ...]:
         """What an offline profile puts in place of the real thing, one line each: every report lists them."""
         listed = self.data.get("substitutes")
-        return tuple(str(s) for s in listed) if self.offline and isinstance(listed, list) else ()
+        return tuple(str(s) for s in listed) if self.offline and isinstance(listed, list | tuple) else ()
 
     @property
     def python(self) -> str:
