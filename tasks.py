@@ -243,7 +243,8 @@ def audit(c, image, arch=None, model=None, tp=None, json_=False, report=None, de
     from cleanbuild import audit as auditing
 
     refs.image_ref(image, "audit IMAGE")  # before any engine call
-    result = auditing.audit(image, arch=next(iter(parse_arch(arch)), None), model=model, tp=tuple(tp or (1,)),
+    request = _request(c, {"arch": arch})  # --arch parsed, invoke.yaml checked, as for every other task
+    result = auditing.audit(image, arch=next(iter(request.archs), None), model=model, tp=tuple(tp or (1,)),
                             report_dir=Path(report) if report else None, device=device)
     auditing.render(result, as_json=json_)
     return result.exit_code

@@ -142,6 +142,17 @@ def test_bad_site_config_value_is_refused_by_a_task_without_that_flag(capsys, tm
     assert lines[0].startswith("error: invoke.yaml: cleanbuild.gpus 'first' is not a list of GPU indices. To fix")
 
 
+def test_audit_goes_through_the_request_too(capsys, tmp_path):
+    """audit checks invoke.yaml like every other task, before any engine call (no engine is needed to fail)."""
+    conf = tmp_path / "site.yaml"
+    conf.write_text("cleanbuild:\n  progress: loud\n")
+    code, lines = fails(capsys, "-f", str(conf), "audit", "some/image:tag", "--arch", "gfx942")
+    assert (code, lines) == (2, ["error: invoke.yaml: cleanbuild.progress 'loud' is not one of auto, plain, tty, "
+                                 "quiet. To fix, use one of those."])
+    code, lines = fails(capsys, "audit", "some/image:tag", "--arch", "gfx9000")
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: ") and "gfx9000" in lines[0]
+
+
 def test_a_broken_file_given_with_f_is_refused_before_invoke_reads_it(capsys, tmp_path, monkeypatch):
     conf = tmp_path / "broken.yaml"
     conf.write_text("cleanbuild: [1, 2\n")
