@@ -18,8 +18,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import engine
-from .arch import Arch
 from .errors import EnvironmentProblem, StepFailed, UsageError
+from .gpuhost.arch import Arch
 from .settings import new_run_id
 from .spec import REPO_ROOT, RunSpec
 
@@ -145,8 +145,8 @@ def _presets() -> tuple[str, ...]:
 
 
 def gpu_kwargs(arch: str | None) -> dict:
-    """Device access by number (cleanbuild.gpu): EnvironmentProblem on a host without a usable ROCm GPU."""
-    from . import gpu
+    """Device access by number (cleanbuild.gpuhost.gpu): EnvironmentProblem on a host without a usable ROCm GPU."""
+    from .gpuhost import gpu
 
     access = gpu.device_access(arch=arch)
     gpu.check_permissions(access)

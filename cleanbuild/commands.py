@@ -1,5 +1,5 @@
 """What each invoke task (and `nox -s validate`) does: take the resolved request (cleanbuild.settings.Request), make
-plans, then run steps through the one executor (cleanbuild.pipeline). Nothing here parses argv, reads invoke.yaml
+plans, then run steps through the one executor (cleanbuild.build.pipeline). Nothing here parses argv, reads invoke.yaml
 or builds or runs a container itself.
 """
 
@@ -10,23 +10,14 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from . import (
-    buildx,
-    checkout,
-    engine,
-    metadata,
-    pipeline,
-    report,
-    settings,
-    srcplan,
-    steps,
-)
-from .arch import Arch, host_runner, resolve
-from .components import changed
+from . import checkout, engine, metadata, settings
+from .build import buildx, pipeline, report, srcplan, steps
+from .build.components import changed
+from .build.plan import Plan, build_spec, commands, make_plan
+from .build.record import BuildRecord
 from .console import console, key_values, steps_table, units_table
 from .errors import CleanBuildError, EnvironmentProblem, StepFailed, UsageError
-from .plan import Plan, build_spec, commands, make_plan
-from .record import BuildRecord
+from .gpuhost.arch import Arch, host_runner, resolve
 from .refs import image_ref, parse_image, split_image
 from .run import quote, run
 from .settings import Request
@@ -311,7 +302,7 @@ def promote(ref: str, request: Request) -> BuildRecord:
 
 def verify(ref: str, request: Request, *, as_json: bool) -> None:
     """Rebuild ref from its own labels on this engine; exit 1 (StepFailed) naming the first differing layer and file."""
-    from . import verify as verifying
+    from .build import verify as verifying
 
     cli = engine.client()
     if engine.image_id(cli, ref) is None:
@@ -342,7 +333,7 @@ def print_report(ref: str) -> None:
 # ---- pins and locks -----------------------------------------------------------------------------------------
 
 def pins(request: Request, *, as_json: bool, bump: str | None, to: str | None, dry_run: bool) -> int:
-    from . import pins as pinning
+    from .upstream import pins as pinning
 
     if not bump and (to is not None or dry_run):
         flag = "--to" if to is not None else "--dry-run"
@@ -381,7 +372,7 @@ def pins(request: Request, *, as_json: bool, bump: str | None, to: str | None, d
 
 
 def lock(request: Request, *, upgrade: tuple[str, ...], check: bool) -> int:
-    from . import lock as locking
+    from .upstream import lock as locking
 
     if check and upgrade:
         raise UsageError("--check writes nothing, so --upgrade-package has no effect with it. To fix, drop one.")

@@ -1,6 +1,6 @@
 """The Docker engine through its SDK: preflight, inspect, read files from images, run containers, tag, clean up.
 
-Builds do not come here: the SDK cannot drive BuildKit, so they go through the buildx CLI (cleanbuild.buildx).
+Builds do not come here: the SDK cannot drive BuildKit, so they go through the buildx CLI (cleanbuild.build.buildx).
 This module is the boundary for Docker errors: every SDK or transport error leaves it as a CleanBuildError with
 a fixed exit code and one line. Every container it creates carries the run's label (io.atom-build.run=<run id>),
 has a unique name, and is removed in a `finally`; cleanup finds any left over by that label.
@@ -177,7 +177,7 @@ SEALED_FLAGS = ("--read-only", "--tmpfs", "/tmp", "--entrypoint", "", "--user", 
 @_boundary
 def run_container(cli, image: str, spec: RunSpec, gpu: dict | None = None, timeout_s: float = 3600, *,
                   sealed: bool = False) -> RunResult:
-    """Run spec in image: the one place a container is started. gpu: the device kwargs of cleanbuild.gpu. Logs
+    """Run spec in image: the one place a container is started. gpu: the device kwargs of cleanbuild.gpuhost.gpu. Logs
     come back whatever the exit; the container is created, then started inside the `try`, so a failed start is
     removed too. sealed (audit, on any image): root, read-only root fs, tmpfs /tmp, no entrypoint, no new
     privileges, the command line on stderr (stdout carries --json), the image's anonymous volumes removed with
@@ -351,7 +351,7 @@ def repo_digests(cli, ref: str) -> list[str]:
     return list(cli.api.inspect_image(ref).get("RepoDigests") or [])
 
 
-# ---- images found by key (cleanbuild.components) ----------------------------------------------------------------
+# ---- images found by key (cleanbuild.build.components) ---------------------------------------------------------------
 
 KEY_LABEL, UNIT_LABEL, VARIANT_LABEL, INPUTS_LABEL = (metadata.label(n) for n in ("key", "unit", "variant", "inputs"))
 

@@ -19,13 +19,13 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from .arch import Arch
+from .build.tag import today
 from .errors import UsageError
-from .gpu import parse_gpus
-from .profiles import Profile, load, parse_sets, table
+from .gpuhost.arch import Arch
+from .gpuhost.gpu import parse_gpus
 from .refs import git_ref, git_remote, image_ref
 from .spec import REPO_ROOT, Options
-from .tag import today
+from .upstream.profiles import Profile, load, parse_sets, table
 
 DEFAULTS: dict[str, object] = {
     "profile": "default", "registry": "atom-build", "builder": None, "ca_bundle": "auto", "progress": "auto",

@@ -2,7 +2,7 @@
 run (RunSpec), what the engine can do (EngineFacts), where this checkout is (REPO_ROOT) and how the host starts
 its patches CLI (patches_argv).
 
-The planner (cleanbuild.plan) makes them; the engine, buildx, the steps and the report take them. This module
+The planner (cleanbuild.build.plan) makes them; the engine, buildx, the steps and the report take them. This module
 imports nothing above it, so the Docker boundary does not depend on the planner.
 """
 
@@ -15,8 +15,8 @@ from pathlib import Path
 from validation.archs import CK_MODES
 
 from . import metadata
-from .arch import Arch
 from .checkout import Checkout
+from .gpuhost.arch import Arch
 from .refs import split_image
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -147,4 +147,4 @@ class EngineFacts:
     root_dir: str
     free_gib: float
     containerd_store: bool = False  # the containerd image store: an image's ID is its manifest digest
-    reproducible: bool = False  # same inputs, same digest: rewrite-timestamp builds (cleanbuild.buildx)
+    reproducible: bool = False  # same inputs, same digest: rewrite-timestamp builds (cleanbuild.build.buildx)

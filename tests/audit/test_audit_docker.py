@@ -21,11 +21,13 @@ import pytest
 from audit_helpers import REPO, install_files, install_tree
 from rich.console import Console
 
-from cleanbuild import audit, engine, prepare, profiles
-from cleanbuild.arch import Arch
+from cleanbuild import audit, engine
+from cleanbuild.build import prepare
+from cleanbuild.build.plan import make_plan
 from cleanbuild.errors import EnvironmentProblem
-from cleanbuild.plan import make_plan
+from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.spec import Options, RunSpec
+from cleanbuild.upstream import profiles
 
 pytestmark = pytest.mark.docker
 

@@ -9,8 +9,8 @@ from audit_helpers import REPO, apply_patches, make_context
 from rich.console import Console
 
 from cleanbuild import audit, engine
-from cleanbuild.arch import Arch
 from cleanbuild.errors import EnvironmentProblem, UsageError
+from cleanbuild.gpuhost.arch import Arch
 from validation.audit import run
 
 IMAGE_ATTRS = {"Size": 3 * 2**30, "Config": {"Env": ["PATH=/opt/venv/bin:/usr/bin", "PYTHONPATH=/app/aiter",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild.profiles import PROFILE_DIR
+from cleanbuild.upstream.profiles import PROFILE_DIR
 from tests.support.upstream import upstream_dir
 
 PROFILE_FILES = ("default.toml", "offline.toml", "default.lock", "default.build.lock", "offline.lock",

@@ -2,9 +2,9 @@ import os
 
 import pytest
 
-from cleanbuild import arch as A
-from cleanbuild.arch import Arch, Gpu
 from cleanbuild.errors import EnvironmentProblem, UsageError
+from cleanbuild.gpuhost import arch as A
+from cleanbuild.gpuhost.arch import Arch, Gpu
 
 from .probe_outputs import amd_smi_json, amd_smi_text, kfd_cpu, kfd_gpu, rocminfo
 

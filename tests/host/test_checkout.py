@@ -17,11 +17,12 @@ from invoke import Program
 
 import tasks
 from cleanbuild import checkout as C
-from cleanbuild import plan as P
-from cleanbuild import profiles, srcplan
-from cleanbuild.arch import Arch
+from cleanbuild.build import plan as P
+from cleanbuild.build import srcplan
 from cleanbuild.errors import UsageError
+from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.spec import Options
+from cleanbuild.upstream import profiles
 from tests.support.gitrepos import commit_all, git
 from tests.support.upstream import AITER_HEAD, AITER_PIN, upstream_dir
 

@@ -217,7 +217,7 @@ def test_an_arch_name_becomes_an_arch_in_one_place():
 
 
 def test_one_plan_command_parses_each_arch_name_once(capsys, monkeypatch):
-    from cleanbuild.arch import Arch
+    from cleanbuild.gpuhost.arch import Arch
 
     seen: list[str] = []
     parse = Arch.parse.__func__

@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 
 import tasks
-from cleanbuild import engine, lock, pins
+from cleanbuild import engine
 from cleanbuild import validate_cli as validate_cli
+from cleanbuild.upstream import lock, pins
 from patches import cli as patches_cli
 from tests.support.upstream import AITER_HEAD, AITER_PR_HEAD
 
@@ -392,7 +393,7 @@ SIGINT_CHILD = """
 import os, sys, time
 from pathlib import Path
 import tasks
-from cleanbuild import lock
+from cleanbuild.upstream import lock
 lock.compile_lock = lambda inp, **_: ("# new runtime lock\\n", "# new build lock\\n")
 marker, phase = Path(sys.argv[1]), sys.argv[2]
 real = {"fsync": os.fsync, "replace": os.replace}

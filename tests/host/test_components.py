@@ -1,4 +1,4 @@
-"""Per-component keys (cleanbuild.components): each key moves with each of its inputs and with nothing else.
+"""Per-component keys (cleanbuild.build.components): each key moves with each of its inputs and with nothing else.
 
 Every test changes ONE input and asserts the exact set of units whose key moved. The plan is pure, so no engine."""
 
@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild import components, dockerfile, lockfile, profiles
-from cleanbuild import plan as P
-from cleanbuild.arch import Arch
+from cleanbuild.build import components, dockerfile
+from cleanbuild.build import plan as P
+from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.spec import Options
+from cleanbuild.upstream import lockfile, profiles
 from tests.support.upstream import AITER_HEAD, ATOM_HEAD
 
 ALL = {"builder", "builder-git", "torch", "triton", "deps", "sdists", "atom", "aiter", "mori", "installer", "wheels", "venv", "atom-layer",

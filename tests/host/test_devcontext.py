@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild import devcontext, profiles
-from cleanbuild import plan as P
-from cleanbuild.arch import Arch
+from cleanbuild.build import devcontext
+from cleanbuild.build import plan as P
 from cleanbuild.checkout import resolve
 from cleanbuild.errors import StepFailed
+from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.spec import Options
+from cleanbuild.upstream import profiles
 from tests.support.gitrepos import commit_all, git
 
 

@@ -10,7 +10,8 @@ import pytest
 import requests
 
 import docker
-from cleanbuild import audit, engine, metadata, reproduce
+from cleanbuild import audit, engine, metadata
+from cleanbuild.build import reproduce
 from cleanbuild.errors import EnvironmentProblem, StepFailed, UsageError
 from cleanbuild.spec import RunSpec
 

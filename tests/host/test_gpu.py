@@ -1,13 +1,13 @@
-"""cleanbuild.gpu over fake /dev and /sys trees: discovery, selection, groups by number, permissions, driver."""
+"""cleanbuild.gpuhost.gpu over fake /dev and /sys trees: discovery, selection, groups by number, permissions, driver."""
 
 import os
 from pathlib import Path
 
 import pytest
 
-from cleanbuild import gpu as G
-from cleanbuild.arch import Arch
 from cleanbuild.errors import EnvironmentProblem, UsageError
+from cleanbuild.gpuhost import gpu as G
+from cleanbuild.gpuhost.arch import Arch
 
 MI300X, MI355X = 90402, 90500
 KFD_GID, VIDEO_GID, RENDER_GID = 992, 44, 109  # distinct on purpose: each node's own GID must be the one added

@@ -1,4 +1,4 @@
-"""cleanbuild.imports: do ATOM's aiter imports resolve in aiter's tree? Tiny hand-written trees for every rule,
+"""cleanbuild.upstream.imports: do ATOM's aiter imports resolve in aiter's tree? Tiny hand-written trees for every rule,
 then the real repositories at the pins and at the 2026-08-22 heads."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from cleanbuild.imports import Missing, Tree, unresolved
+from cleanbuild.upstream.imports import Missing, Tree, unresolved
 from tests.support.upstream import AITER_HEAD, AITER_PIN, ATOM_HEAD, ATOM_PIN, tree_at
 
 

@@ -1,5 +1,7 @@
-"""The host package's layers, read from its source (ast), transitively: the Docker boundary (engine, buildx) does
-not depend on the planner, and the report does not call the engine. Function-level imports count too."""
+"""The host package's layers, read from its source (ast), transitively: the foundation (the top-level modules
+under the sub-packages) reaches no build or upstream module, upstream never reaches the build, the Docker boundary
+(engine, build.buildx) does not depend on the planner, and the report does not call the engine. Function-level
+imports count too. Modules are named by their dotted path under cleanbuild: "engine", "build.plan"."""
 
 from __future__ import annotations
 
@@ -9,20 +11,31 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "cleanbuild"
+FOUNDATION = ("spec", "errors", "refs", "run", "engine", "metadata", "versions", "checkout", "atomic", "interrupts",
+              "console", "boundary")
+
+
+def source(module: str) -> Path:
+    return PACKAGE / f"{module.replace('.', '/')}.py"
 
 
 def direct_imports(module: str) -> set[str]:
     """The cleanbuild modules one module imports anywhere in its source (module level or inside a function)."""
-    tree = ast.parse((PACKAGE / f"{module}.py").read_text())
+    tree = ast.parse(source(module).read_text())
+    package = module.split(".")[:-1]
     found: set[str] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == 1:  # from . import x / from .x import y
-            found |= {a.name for a in node.names} if node.module is None else {node.module.split(".")[0]}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("cleanbuild."):
-            found.add(node.module.split(".")[1])
+        if isinstance(node, ast.ImportFrom) and node.level:  # from . import x / from ..x import y
+            base = package[:len(package) - node.level + 1] + (node.module.split(".") if node.module else [])
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("cleanbuild."):
+            base = node.module.split(".")[1:]
         elif isinstance(node, ast.Import):
-            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("cleanbuild.")}
-    return {m for m in found if (PACKAGE / f"{m}.py").is_file()}
+            found |= {".".join(a.name.split(".")[1:]) for a in node.names if a.name.startswith("cleanbuild.")}
+            continue
+        else:
+            continue
+        found |= {".".join([*base, a.name]) for a in node.names} | {".".join(base)}
+    return {m for m in found if m and source(m).is_file()}
 
 
 def reached(module: str) -> set[str]:
@@ -37,30 +50,47 @@ def reached(module: str) -> set[str]:
 
 
 @pytest.mark.parametrize(("module", "below"), [
-    ("engine", "plan"), ("buildx", "plan"), ("report", "engine"), ("spec", "plan"), ("record", "engine"),
+    ("engine", "build.plan"), ("build.buildx", "build.plan"), ("build.report", "engine"), ("spec", "build.plan"),
+    ("build.record", "engine"),
 ])
 def test_a_lower_layer_never_reaches_a_higher_one(module, below):
     assert below not in reached(module)
 
 
+@pytest.mark.parametrize("module", FOUNDATION)
+def test_the_foundation_reaches_no_build_or_upstream_module(module):
+    assert {m for m in reached(module) if m.startswith(("build.", "upstream."))} == set()
+
+
+@pytest.mark.parametrize("package", ["upstream", "gpuhost"])
+def test_upstream_and_the_gpu_host_never_reach_the_build(package):
+    modules = [f"{package}.{p.stem}" for p in (PACKAGE / package).glob("*.py") if p.stem != "__init__"]
+    assert modules
+    assert {m: sorted(r for r in reached(m) if r.startswith("build.")) for m in modules} == {m: [] for m in modules}
+
+
 def test_the_walk_sees_relative_and_function_level_imports():
-    assert {"plan", "engine", "report"} <= reached("steps")
-    assert "gpu" in direct_imports("audit")  # imported inside a function
+    assert {"build.plan", "engine", "build.report"} <= reached("build.steps")
+    assert "gpuhost.gpu" in direct_imports("audit")  # imported inside a function
+    assert "upstream.pins" in direct_imports("commands")  # `from .upstream import pins as pinning`, in a function
+    assert "errors" in direct_imports("build.plan")  # `from ..errors import UsageError`
 
 
 def test_the_shared_types_live_in_the_foundation():
-    assert "spec" in direct_imports("engine") and "spec" in direct_imports("buildx")
+    assert "spec" in direct_imports("engine") and "spec" in direct_imports("build.buildx")
 
 
 def container_calls(module: str) -> list[int]:
     """Lines where a module calls `<client>.containers.run(...)` or `.create(...)`: starts or makes a container."""
-    tree = ast.parse((PACKAGE / f"{module}.py").read_text())
+    tree = ast.parse(source(module).read_text())
     return [node.lineno for node in ast.walk(tree)
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("run", "create")
             and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "containers"]
 
 
 def test_only_the_engine_creates_containers():
-    others = {p.stem: container_calls(p.stem) for p in PACKAGE.glob("*.py") if p.stem != "engine"}
+    modules = [".".join(p.relative_to(PACKAGE).with_suffix("").parts) for p in PACKAGE.rglob("*.py")]
+    assert "build.steps" in modules  # the walk goes into the sub-packages
+    others = {m: container_calls(m) for m in modules if m != "engine"}
     assert {m: lines for m, lines in others.items() if lines} == {}
     assert container_calls("engine")  # the walk does see them where they are

@@ -1,4 +1,4 @@
-"""cleanbuild.lock: the closure's inputs read from the pinned sources, and `invoke lock --check` against the pins.
+"""cleanbuild.upstream.lock: the closure's inputs read from the pinned sources, and `invoke lock --check` against the pins.
 
 Everything here reads the real repositories and the committed lock files; only the one `network` test runs uv."""
 
@@ -11,9 +11,10 @@ import shutil
 import pytest
 from invoke import Program
 
-from cleanbuild import lock, profiles, run
+from cleanbuild import run
 from cleanbuild.errors import UsageError
-from cleanbuild.gitrepo import Repo
+from cleanbuild.upstream import lock, profiles
+from cleanbuild.upstream.gitrepo import Repo
 from tests.support.upstream import AITER_HEAD, AITER_PIN, ATOM_HEAD, ATOM_PIN
 
 AITER_FULL = ["pybind11>=3.0.1", "ninja", "pandas", "einops", "psutil", "packaging", "flydsl==0.2.4"]

@@ -1,4 +1,4 @@
-"""cleanbuild.pins: `invoke pins` against the real repositories (PyPI answers recorded), and `--bump`."""
+"""cleanbuild.upstream.pins: `invoke pins` against the real repositories (PyPI answers recorded), and `--bump`."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import subprocess
 import pytest
 from invoke import Program
 
-from cleanbuild import pins, profiles
 from cleanbuild.errors import EnvironmentProblem, UsageError
-from cleanbuild.gitrepo import Repo
 from cleanbuild.run import run
 from cleanbuild.spec import REPO_ROOT, patches_argv
+from cleanbuild.upstream import pins, profiles
+from cleanbuild.upstream.gitrepo import Repo
 from tests.support.upstream import (
     AITER_HEAD,
     AITER_PIN,

@@ -12,13 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild import buildx, engine, interrupts, pipeline, profiles, report
-from cleanbuild.arch import Arch
+from cleanbuild import engine, interrupts
+from cleanbuild.build import buildx, pipeline, report
+from cleanbuild.build.plan import make_plan
+from cleanbuild.build.record import StepFailedWith
 from cleanbuild.errors import StepFailed
+from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.metadata import RUN_LABEL
-from cleanbuild.plan import make_plan
-from cleanbuild.record import StepFailedWith
 from cleanbuild.spec import Options
+from cleanbuild.upstream import profiles
 from tests.support.fake_engine import FakeEngine, ctrl_c
 
 VERSIONS = {"/opt/atom-build/versions.json": b'{"rocm": null}'}

@@ -1,4 +1,4 @@
-"""cleanbuild.plan: the pure planner. Same inputs, same plan; nothing written; a key over everything a build reads."""
+"""cleanbuild.build.plan: the pure planner. Same inputs, same plan; nothing written; a key over everything a build reads."""
 
 from __future__ import annotations
 
@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild import buildx, dockerfile, metadata, profiles, steps
-from cleanbuild import plan as P
-from cleanbuild.arch import Arch
+from cleanbuild import metadata
+from cleanbuild.build import buildx, dockerfile, steps
+from cleanbuild.build import plan as P
+from cleanbuild.build.record import BuildRecord
 from cleanbuild.errors import UsageError
-from cleanbuild.record import BuildRecord
+from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.spec import DOCKER_DIR, Options, cache_flags
+from cleanbuild.upstream import profiles
 from tests.support.upstream import AITER_HEAD
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""cleanbuild.prepare without Docker: the wheels build context is made whole or not at all, from the plan's data.
+"""cleanbuild.build.prepare without Docker: the wheels build context is made whole or not at all, from the plan's data.
 
 (The stand-in base itself needs mmdebstrap and an engine: the integration tier builds it.)"""
 
@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild import plan as P
-from cleanbuild import prepare, profiles
-from cleanbuild.arch import Arch
+from cleanbuild.build import plan as P
+from cleanbuild.build import prepare
 from cleanbuild.errors import StepFailed
+from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.spec import Options
+from cleanbuild.upstream import profiles
 
 ROOT = Path(__file__).resolve().parents[2]
 

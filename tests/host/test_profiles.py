@@ -1,4 +1,4 @@
-"""cleanbuild.profiles: the two built-in profiles, the schema (one-line errors naming key and file), typed overrides."""
+"""cleanbuild.upstream.profiles: the two built-in profiles, the schema (one-line errors naming key and file), typed overrides."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import tomllib
 
 import pytest
 
-from cleanbuild import profiles
 from cleanbuild.errors import UsageError
-from cleanbuild.profiles import PROFILE_DIR
+from cleanbuild.upstream import profiles
+from cleanbuild.upstream.profiles import PROFILE_DIR
 from tests.support.upstream import AITER_PIN, ATOM_HEAD, ATOM_PIN
 
 

@@ -1,4 +1,4 @@
-"""cleanbuild.report and cleanbuild.record without an engine: pure functions of the plan and the build record."""
+"""cleanbuild.build.report and cleanbuild.build.record without an engine: pure functions of the plan and the build record."""
 
 from __future__ import annotations
 
@@ -6,11 +6,19 @@ import json
 
 import pytest
 
-from cleanbuild import metadata, profiles, report, steps
-from cleanbuild import plan as P
-from cleanbuild.arch import Arch
-from cleanbuild.record import BuildRecord, StepRecord, StepStatus, Wheels, clean_labels
+from cleanbuild import metadata
+from cleanbuild.build import plan as P
+from cleanbuild.build import report, steps
+from cleanbuild.build.record import (
+    BuildRecord,
+    StepRecord,
+    StepStatus,
+    Wheels,
+    clean_labels,
+)
+from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.spec import Options
+from cleanbuild.upstream import profiles
 from tests.support.upstream import AITER_PIN
 
 STEPS = (StepRecord("preflight", StepStatus.PASSED, 0.1, "engine 26.1"),

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild import buildx, reproduce
+from cleanbuild.build import buildx, reproduce
 from cleanbuild.engine import reproducible_builds
 from cleanbuild.errors import BuildFailed
 

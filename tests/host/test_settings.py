@@ -7,8 +7,8 @@ import re
 import pytest
 
 from cleanbuild import settings
-from cleanbuild.arch import Arch
 from cleanbuild.errors import UsageError
+from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.settings import given, resolve, site_config
 
 A40, B40, C40 = "a" * 40, "b" * 40, "c" * 40

@@ -2,7 +2,14 @@ import datetime as dt
 
 import pytest
 
-from cleanbuild.tag import MAX_LEN, TagParts, is_valid, make_tag, safe_field, today
+from cleanbuild.build.tag import (
+    MAX_LEN,
+    TagParts,
+    is_valid,
+    make_tag,
+    safe_field,
+    today,
+)
 
 
 def tag(user="alice", date="20261129", rocm="7.2.0", aiter="0.1.7.post2.dev18", atom="0.1.0"):

@@ -1,12 +1,13 @@
-"""invoke verify without an engine: what the labels of a build-clean image give the rebuild (cleanbuild.verify)."""
+"""invoke verify without an engine: what the labels of a build-clean image give the rebuild (cleanbuild.build.verify)."""
 
 from __future__ import annotations
 
 import pytest
 
-from cleanbuild import engine, metadata, verify
-from cleanbuild.arch import Arch
+from cleanbuild import engine, metadata
+from cleanbuild.build import verify
 from cleanbuild.errors import UsageError
+from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.settings import resolve
 
 LABELS = {  # what the clean step writes and the candidate inherits (record.clean_labels, unit_labels, Dockerfile.clean)

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from cleanbuild import audit
-from cleanbuild.arch import Arch
+from cleanbuild.gpuhost.arch import Arch
 from tests.support.builds import REPO
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

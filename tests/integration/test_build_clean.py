@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild import engine, metadata, pipeline, steps
+from cleanbuild import engine, metadata
+from cleanbuild.build import pipeline, steps
 from cleanbuild.errors import Interrupted
 from tests.support.builds import REPO, offline_plan
 from tests.support.tiny_model import make_tiny_model

@@ -8,8 +8,9 @@ from dataclasses import replace
 
 import pytest
 
-from cleanbuild import engine, pipeline
-from cleanbuild.plan import make_plan
+from cleanbuild import engine
+from cleanbuild.build import pipeline
+from cleanbuild.build.plan import make_plan
 from tests.support.builds import (
     AITER_BUMP,
     ATOM_BUMP,

@@ -1,4 +1,4 @@
-"""cleanbuild.gpu through the real Docker engine: mknod device nodes with chosen GIDs, an image without `render`.
+"""cleanbuild.gpuhost.gpu through the real Docker engine: mknod device nodes with chosen GIDs, an image without `render`.
 
 The nodes are character devices with /dev/null's numbers (1:3), so opening them is harmless; what is proven
 is Docker's side: the container starts although the image has no `render` group, it gets exactly the chosen
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from cleanbuild import engine
-from cleanbuild import gpu as G
 from cleanbuild.errors import EnvironmentProblem
+from cleanbuild.gpuhost import gpu as G
 from cleanbuild.spec import RunSpec
 
 pytestmark = pytest.mark.docker
@@ -119,7 +119,7 @@ def test_every_gpu_is_passed_when_none_is_chosen(docker_engine, image, host):
 
 def test_the_executors_gpu_run_passes_exactly_the_chosen_node(docker_engine, image, host, tmp_path):
     """The path validate and smoke take: a RunSpec with gpu=True through engine.run_container with the GPU kwargs
-    of cleanbuild.gpu (no group name anywhere, only the nodes' numbers)."""
+    of cleanbuild.gpuhost.gpu (no group name anywhere, only the nodes' numbers)."""
     access = G.device_access((0,), dev_root=host[0], sysfs=host[1], arch="gfx942")
     spec = RunSpec(step="validate", name=f"atom-validate-gputest-{uuid.uuid4().hex[:8]}",
                    command=("sh", "-c", "id -G; ls /dev/dri; env | grep VISIBLE_DEVICES | sort"), gpu=True,

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild import engine, metadata, profiles
+from cleanbuild import engine, metadata
+from cleanbuild.build.plan import build_spec
 from cleanbuild.errors import BuildFailed
-from cleanbuild.plan import build_spec
+from cleanbuild.upstream import profiles
 from tests.support.builds import build_with
 from tests.support.tiny_model import make_tiny_model
 
@@ -103,7 +104,7 @@ def test_requirement_files_pin_every_wheel_by_hash(docker_engine, built):
 
 
 def test_the_locked_closure_is_exactly_the_lock(docker_engine, built):
-    from cleanbuild import lock
+    from cleanbuild.upstream import lock
 
     manifest = json.loads(wheels_files(docker_engine, built.wheels)["wheels/manifest.json"])
     locked = lock.packages(lock.lock_paths(PINS)[0])

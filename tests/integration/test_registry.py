@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild import commands, engine, pipeline
+from cleanbuild import commands, engine
+from cleanbuild.build import pipeline
+from cleanbuild.build.plan import make_plan
 from cleanbuild.errors import StepFailed
-from cleanbuild.plan import make_plan
 from cleanbuild.settings import resolve
 from tests.support.builds import (
     ATOM_BUMP,

@@ -10,8 +10,9 @@ from dataclasses import replace
 
 import pytest
 
-from cleanbuild import engine, pipeline, reproduce
-from cleanbuild.plan import Plan, make_plan
+from cleanbuild import engine
+from cleanbuild.build import pipeline, reproduce
+from cleanbuild.build.plan import Plan, make_plan
 from tests.support.builds import REPO, VARIANTS, offline_plan
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

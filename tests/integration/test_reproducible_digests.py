@@ -1,7 +1,7 @@
 """Same inputs, same digest, on an engine that can give it (Docker >= 26 with the containerd image store): two cold
 builds of gfx950 CK-free (every image rebuilt, the BuildKit cache pruned and the first build's images removed in
 between) give the same wheels, clean and candidate digests, here and in the registry. When they do not, the
-comparison (cleanbuild.reproduce.compare_digests: the first differing layer and file) is the failure message; it
+comparison (cleanbuild.build.reproduce.compare_digests: the first differing layer and file) is the failure message; it
 is written to reports/reproducibility/ either way. `invoke verify` rebuilds an image from its labels: the same
 digest for the image as built, the first differing layer and file for one changed after the build."""
 
@@ -14,9 +14,10 @@ from dataclasses import replace
 
 import pytest
 
-from cleanbuild import engine, pipeline, reproduce, verify
+from cleanbuild import engine
+from cleanbuild.build import pipeline, reproduce, verify
+from cleanbuild.build.plan import Plan, make_plan
 from cleanbuild.errors import StepFailed
-from cleanbuild.plan import Plan, make_plan
 from cleanbuild.settings import resolve
 from tests.integration.test_registry import registry, registry_digest  # noqa: F401 - the registry fixture
 from tests.support.builds import REPO, VARIANTS, offline_plan

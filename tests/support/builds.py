@@ -10,12 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from cleanbuild import engine, pipeline, prepare, profiles
-from cleanbuild.arch import Arch
-from cleanbuild.plan import Plan, make_plan
-from cleanbuild.record import BuildRecord
+from cleanbuild import engine
+from cleanbuild.build import pipeline, prepare
+from cleanbuild.build.plan import Plan, make_plan
+from cleanbuild.build.record import BuildRecord
+from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.settings import ca_bundle
 from cleanbuild.spec import Options
+from cleanbuild.upstream import profiles
 
 REPO = Path(__file__).resolve().parents[2]
 SESSION_RUN = "itest"
@@ -99,7 +101,7 @@ def with_options(plan: Plan, **changes) -> Plan:
 
 def build_with(spec, options: Options, **args: str) -> str:
     """One build of a plan's spec with some build arguments changed (a failure raises cleanbuild's BuildFailed)."""
-    from cleanbuild import buildx
+    from cleanbuild.build import buildx
 
     return buildx.build(replace(spec, build_args=tuple(sorted({**dict(spec.build_args), **args}.items()))), options,
                         show=False)
@@ -114,7 +116,7 @@ AITER_BUMP = "8a9186d983ed34ece2f68fe039e07f1b0abe147b"  # ROCm/aiter main, 2026
 def bumped_profile(folder: Path, component: str, ref: str):
     import shutil
 
-    from cleanbuild import lock
+    from cleanbuild.upstream import lock
 
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"bump-{component}.toml"

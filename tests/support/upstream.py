@@ -3,7 +3,7 @@
 The commits the tests name are the ones the upstream README lists: the pins of the default profile, the
 2026-08-22 heads of main, the pull-request head the old aiter pin named and the mori commit the old ATOM pin named.
 `tree_at` reads every .py file of a commit with ONE `git cat-file --batch` (a `git show` per file, as
-cleanbuild.pins does, takes seconds per tree): the import checker itself does not care how files are read.
+cleanbuild.upstream.pins does, takes seconds per tree): the import checker itself does not care how files are read.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild.imports import Tree
 from cleanbuild.spec import REPO_ROOT
+from cleanbuild.upstream.imports import Tree
 
 ENV = "ATOM_BUILD_UPSTREAM"
 DEFAULT = REPO_ROOT.parent / "shared" / "upstream"

@@ -29,11 +29,11 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from .atomic import replace_all
-from .errors import EnvironmentProblem, StepFailed, UsageError
+from ..atomic import replace_all
+from ..errors import EnvironmentProblem, StepFailed, UsageError
+from ..run import CommandFailed, run
 from .gitrepo import Repo
 from .profiles import Profile, strings
-from .run import CommandFailed, run
 
 HEADER = "# atom-build-lock "
 ACCELERATOR = re.compile(r"^(nvidia-|cuda-|triton|pytorch-triton)")
@@ -96,13 +96,13 @@ def aiter_requirements(setup_py: bytes, ref: str = "") -> list[str]:
     lists = [node.value for node in ast.walk(tree) if isinstance(node, ast.Assign) and isinstance(node.value, ast.List)
              and any(isinstance(t, ast.Name) and t.id == "install_requires" for t in node.targets)]
     if not lists:
-        raise UsageError(f"aiter setup.py @ {ref[:12]} has no `install_requires = [...]`. To fix, update cleanbuild/lock.py for its new shape.")
+        raise UsageError(f"aiter setup.py @ {ref[:12]} has no `install_requires = [...]`. To fix, update cleanbuild/upstream/lock.py for its new shape.")
     full = max(lists, key=lambda node: len(node.elts))  # the full build's list; AITER_TRITON_ONLY's is a subset
     out = []
     for elt in full.elts:
         value = elt.value if isinstance(elt, ast.Constant) else consts.get(elt.id) if isinstance(elt, ast.Name) else None
         if not isinstance(value, str):
-            raise UsageError(f"aiter setup.py @ {ref[:12]}: install_requires holds {ast.unparse(elt)}, not a string. To fix, update cleanbuild/lock.py.")
+            raise UsageError(f"aiter setup.py @ {ref[:12]}: install_requires holds {ast.unparse(elt)}, not a string. To fix, update cleanbuild/upstream/lock.py.")
         out.append(_canonical(value))
     return out
 
@@ -137,7 +137,7 @@ def atom_requirements(pyproject: bytes, ref: str = "") -> list[str]:
     try:
         deps = tomllib.loads(pyproject.decode(errors="replace"))["project"]["dependencies"]
     except (tomllib.TOMLDecodeError, KeyError) as exc:
-        raise UsageError(f"ATOM pyproject.toml @ {ref[:12]} has no [project].dependencies ({exc}). To fix, update cleanbuild/lock.py.") from None
+        raise UsageError(f"ATOM pyproject.toml @ {ref[:12]} has no [project].dependencies ({exc}). To fix, update cleanbuild/upstream/lock.py.") from None
     return [_canonical(d) for d in deps]
 
 

@@ -11,10 +11,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import EnvironmentProblem, UsageError
-from .refs import SHA, git_ref, git_remote
-from .run import run
-from .spec import REPO_ROOT
+from ..errors import EnvironmentProblem, UsageError
+from ..refs import SHA, git_ref, git_remote
+from ..run import run
+from ..spec import REPO_ROOT
 
 
 def is_url(repo: str) -> bool:

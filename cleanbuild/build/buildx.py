@@ -19,10 +19,10 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from ..errors import BuildFailed, StepFailed, UsageError
+from ..run import quote, run, run_logged
+from ..spec import BuildSpec, Options, cache_flags
 from .dockerfile import declared_args
-from .errors import BuildFailed, StepFailed, UsageError
-from .run import quote, run, run_logged
-from .spec import BuildSpec, Options, cache_flags
 
 # Every file a build writes and the image config carry this time: 1980-01-01, the earliest a zip (a wheel) holds.
 SOURCE_DATE_EPOCH = 315532800

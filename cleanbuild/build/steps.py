@@ -1,5 +1,5 @@
 """One function per build step. Each takes the run's context and the build record and returns
-(new record, status, detail). build-clean composes them (cleanbuild.pipeline); every single-step task and
+(new record, status, detail). build-clean composes them (cleanbuild.build.pipeline); every single-step task and
 `nox -s validate` call these same functions. Nothing here re-derives what the plan already knows.
 """
 
@@ -10,11 +10,15 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import buildx, components, devcontext, engine, gpu, metadata, srcplan
+from .. import engine, metadata
+from ..errors import StepFailed, UsageError
+from ..gpuhost import gpu
+from ..refs import split_image
+from ..spec import BuildSpec, cache_flags
+from . import buildx, components, devcontext, srcplan
 from . import prepare as preparer
 from . import report as reports
 from .components import Unit
-from .errors import StepFailed, UsageError
 from .plan import Plan, build_spec, patch_build
 from .record import (
     BuildRecord,
@@ -27,8 +31,6 @@ from .record import (
     clean_labels,
     digest,
 )
-from .refs import split_image
-from .spec import BuildSpec, cache_flags
 from .tag import Tag, TagParts, make_tag
 
 Outcome = tuple[BuildRecord, StepStatus, str]
@@ -70,7 +72,7 @@ def prepare(ctx: Ctx, rec: BuildRecord) -> Outcome:
 
 
 def _reproducible(rec: BuildRecord) -> bool:
-    """The engine preflight found gives the same digest for the same inputs (cleanbuild.buildx)."""
+    """The engine preflight found gives the same digest for the same inputs (cleanbuild.build.buildx)."""
     return rec.engine is not None and rec.engine.reproducible
 
 

@@ -22,7 +22,7 @@ from cyclonedx.model.component import Component, ComponentType
 from cyclonedx.output.json import JsonV1Dot6
 from packageurl import PackageURL
 
-from .refs import parse_image
+from ..refs import parse_image
 
 PYPI = "https://pypi.org/simple"
 NS = "io.atom-build"

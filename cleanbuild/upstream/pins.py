@@ -3,7 +3,7 @@
 For each git component: the ref is a commit of its repository, reachable from the default branch (or: only on
 which ref), and how many commits and days it is behind the branch head. Pair rules: aiter's FLYDSL_VERSION at
 the aiter pin is the flydsl the profile gets (the lock's, or a typed pin), and every non-optional aiter import of
-ATOM at its pin resolves in aiter at its pin (cleanbuild.imports). PyPI pins: the version exists with a wheel
+ATOM at its pin resolves in aiter at its pin (cleanbuild.upstream.imports). PyPI pins: the version exists with a wheel
 for the profile's Python. A PyTorch index pin is checked when the index answers, and said unchecked otherwise.
 Exit: 0 all good, 1 a pin is wrong, 3 a git repository cannot be reached.
 """
@@ -23,15 +23,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..atomic import replace_all
+from ..errors import CleanBuildError, StepFailed, UsageError
+from ..refs import SHA, git_ref
+from ..run import run
+from ..spec import REPO_ROOT, patches_argv
 from . import lock
-from .atomic import replace_all
-from .errors import CleanBuildError, StepFailed, UsageError
 from .gitrepo import Repo
 from .imports import Tree, unresolved
 from .profiles import PROFILE_DIR, Profile, chain, load
-from .refs import SHA, git_ref
-from .run import run
-from .spec import REPO_ROOT, patches_argv
 
 PATCH_TARGETS = ("aiter/tuned_gemm.py", "aiter/jit/core.py", "atom/model_ops/linear.py", "atom/utils/envs.py")
 FLYDSL = re.compile(r"""^FLYDSL_VERSION\s*=\s*["']flydsl==([^"']+)["']""", re.MULTILINE)

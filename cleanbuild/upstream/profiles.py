@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
-from .errors import UsageError
+from ..errors import UsageError
 
-PROFILE_DIR = Path(__file__).parent / "profiles"
+PROFILE_DIR = Path(__file__).parent.parent / "profiles"  # package data: cleanbuild/profiles
 SOURCES = ("index", "pypi", "git", "local", "none", "torch", "aiter")
 # The sources Dockerfile.wheels has a stage for, per component (torchvision/torchaudio follow torch).
 ALLOWED_SOURCES = {"torch": ("index", "local"), "triton": ("torch", "pypi", "none"), "flydsl": ("aiter", "none"),

@@ -9,11 +9,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from ..refs import split_image
+from ..spec import REPO_ROOT
 from . import sbom, srcplan
 from .plan import Plan
 from .record import BuildRecord
-from .refs import split_image
-from .spec import REPO_ROOT
 
 REPORTS = REPO_ROOT / "reports"
 

@@ -22,11 +22,11 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from ..errors import EnvironmentProblem, UsageError
+from ..versions import rocm_minor
 from .arch import KFD_NODES, gfx_from_target_version, kfd_nodes, kfd_properties
-from .errors import EnvironmentProblem, UsageError
-from .versions import rocm_minor
 
-COMPAT_FILE = Path(__file__).resolve().parent / "data" / "rocm_compat.toml"
+COMPAT_FILE = Path(__file__).resolve().parents[1] / "data" / "rocm_compat.toml"  # package data: cleanbuild/data
 CPU_FIX = "or use a profile whose GPU steps run on the CPU"
 
 

@@ -1,5 +1,5 @@
 """Are two builds of the same inputs the same? Compare two wheels images and two clean images built apart, and,
-where the engine builds reproducibly (Docker >= 26, the containerd store: cleanbuild.buildx), their digests: for
+where the engine builds reproducibly (Docker >= 26, the containerd store: cleanbuild.build.buildx), their digests: for
 two images that differ, the first layer that differs and the first file in it that differs.
 
 Same manifest bytes (every wheel's sha256), same installed file list and RECORD hashes in the venv. Image IDs may
@@ -18,9 +18,9 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from . import engine
-from .errors import StepFailed
-from .spec import RunSpec
+from .. import engine
+from ..errors import StepFailed
+from ..spec import RunSpec
 
 RECORDS = r"""
 import importlib.metadata as md, json, os
@@ -71,7 +71,7 @@ def compare(cli, wheels: tuple[str, str], clean: tuple[str, str]) -> dict:
 
 def compare_digests(cli, first: dict[str, str], second: dict[str, str]) -> dict:
     """Two builds' images per unit ({unit: image ID}): which are the same, and for each unit whose IDs differ
-    what differs (cleanbuild.reproduce.first_difference)."""
+    what differs (cleanbuild.build.reproduce.first_difference)."""
     units = sorted(set(first) | set(second))
     differing = [u for u in units if first.get(u) != second.get(u)]
     return {"identical": not differing, "units": {u: [first.get(u), second.get(u)] for u in units},

@@ -16,9 +16,9 @@ import hashlib
 import json
 from pathlib import Path
 
-from . import metadata
-from .checkout import Checkout
-from .spec import DOCKER_DIR
+from .. import metadata
+from ..checkout import Checkout
+from ..spec import DOCKER_DIR
 from .tag import safe_field
 
 DEV_DIR = DOCKER_DIR / "dev"

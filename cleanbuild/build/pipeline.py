@@ -1,4 +1,4 @@
-"""The executor: runs a sequence of steps (cleanbuild.steps) against a plan, then cleans up, pass or fail.
+"""The executor: runs a sequence of steps (cleanbuild.build.steps) against a plan, then cleans up, pass or fail.
 
 build-clean runs every step; a single-step task runs the steps it needs. A failure or Ctrl-C leaves no release
 tag: the candidate gets a `<run-id>-failed` tag, every container carrying the run's label is removed, a release tag
@@ -13,9 +13,10 @@ import time
 from collections.abc import Iterable
 from dataclasses import replace
 
-from . import engine, interrupts, report
-from .console import console, step_done, step_started
-from .errors import CleanBuildError, Interrupted
+from .. import engine, interrupts
+from ..console import console, step_done, step_started
+from ..errors import CleanBuildError, Interrupted
+from . import report
 from .plan import Plan
 from .record import BuildRecord, StepFailedWith, StepRecord, StepStatus
 from .steps import STEPS, Ctx, Journal, observe

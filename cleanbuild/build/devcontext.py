@@ -1,4 +1,4 @@
-"""The build contexts `--src` needs, made by the prepare step (cleanbuild.srcplan says where and what):
+"""The build contexts `--src` needs, made by the prepare step (cleanbuild.build.srcplan says where and what):
 
 - overlay route: a small folder with exactly the changed files (files/<site-packages path>), manifest.json and
   overlay.py (docker/dev); each file checked against the blob SHA the plan read, so an edit made after the plan
@@ -19,11 +19,11 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from ..checkout import Checkout, blob_sha, snapshot, snapshot_env
+from ..errors import StepFailed
+from ..run import CommandFailed, run
 from . import srcplan
-from .checkout import Checkout, blob_sha, snapshot, snapshot_env
-from .errors import StepFailed
 from .plan import Plan
-from .run import CommandFailed, run
 
 
 def prepare(plan: Plan) -> list[str]:

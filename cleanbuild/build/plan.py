@@ -2,7 +2,7 @@
 
 Everything a build does is decided here: what the prepare step puts in the build context, build arguments, image
 names and their content keys, the containers validation and the smoke test run in, the release repository.
-The steps (cleanbuild.steps) only carry it out.
+The steps (cleanbuild.build.steps) only carry it out.
 """
 
 from __future__ import annotations
@@ -15,14 +15,16 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from . import lock, lockfile, metadata, srcplan
-from .checkout import Checkout
+from .. import metadata
+from ..checkout import Checkout
+from ..errors import UsageError
+from ..spec import DOCKER_DIR, REPO_ROOT, BuildSpec, Options, RunSpec
+from ..upstream import lock, lockfile
+from ..upstream.gitrepo import is_url, local_path
+from ..upstream.profiles import Profile, strings, table
+from . import srcplan
 from .components import BUILD_ENVS, WHEEL_UNITS, Unit, make_unit, text_digest
 from .dockerfile import base_image
-from .errors import UsageError
-from .gitrepo import is_url, local_path
-from .profiles import Profile, strings, table
-from .spec import DOCKER_DIR, REPO_ROOT, BuildSpec, Options, RunSpec
 
 STEPS = ("preflight", "prepare", "wheels", "clean", "patch", "validate", "smoke", "tag", "report")
 DEV_STEPS = (*STEPS[:4], "dev", *STEPS[4:])  # --src with Python-only edits: the overlay layer before the patches
@@ -68,7 +70,7 @@ class Plan:
     smoke_skip_reason: str | None
     release_repo: str
     wheels_key: str
-    units: tuple[Unit, ...] = ()  # every keyed image, in build order (cleanbuild.components)
+    units: tuple[Unit, ...] = ()  # every keyed image, in build order (cleanbuild.build.components)
     steps: tuple[str, ...] = field(default=STEPS)
 
     @property
@@ -134,7 +136,7 @@ def build_spec(unit: Unit) -> BuildSpec:
 
 
 def make_units(profile: Profile, options: Options, base: str, prep: Prepare) -> tuple[Unit, ...]:
-    """Every image of the build, keyed by its own inputs (cleanbuild.components), in build order."""
+    """Every image of the build, keyed by its own inputs (cleanbuild.build.components), in build order."""
     args = _wheels_args(profile, options, base)
     locks = dict(prep.lock_texts)
     shared = {"python": profile.python, "scripts": _tree_digest(DOCKER_DIR / "scripts", skip=CLEAN_ONLY_SCRIPTS),

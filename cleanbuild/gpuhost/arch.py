@@ -17,7 +17,7 @@ from pathlib import Path
 
 from validation.archs import ARCHS, ArchFacts
 
-from .errors import EnvironmentProblem, UsageError
+from ..errors import EnvironmentProblem, UsageError
 
 
 class Arch(enum.Enum):
@@ -288,7 +288,7 @@ def resolve(arch: Arch | None, runner: Runner, sysfs: Path = Path("/sys")) -> De
 
 def host_runner(argv: list[str], timeout: float) -> tuple[str, bool] | None:
     """The real Runner: absent binary or failing command -> None; a hang -> (partial output, True)."""
-    from .run import run, which
+    from ..run import run, which
 
     if which(argv[0]) is None:
         return None

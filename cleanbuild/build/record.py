@@ -8,11 +8,11 @@ import hashlib
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from . import metadata
-from .errors import StepFailed
-from .metadata import ImageFacts
+from .. import metadata
+from ..errors import StepFailed
+from ..metadata import ImageFacts
+from ..spec import EngineFacts
 from .plan import Plan
-from .spec import EngineFacts
 from .tag import Tag
 
 
@@ -44,7 +44,7 @@ class Wheels:
 
 @dataclass(frozen=True)
 class UnitRecord:
-    """One keyed image of the run (cleanbuild.components): built, or reused and from where."""
+    """One keyed image of the run (cleanbuild.build.components): built, or reused and from where."""
 
     name: str
     key: str
@@ -58,7 +58,7 @@ class UnitRecord:
 @dataclass(frozen=True)
 class ImageSummary:
     """What the report says of the candidate image, read from the engine by the step that writes the report
-    (cleanbuild.steps.observe), so the report itself asks no engine."""
+    (cleanbuild.build.steps.observe), so the report itself asks no engine."""
 
     size_bytes: int | None
     layers: tuple[str, ...]  # the layer digests (RootFS), bottom first
