@@ -282,7 +282,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--registry", default="127.0.0.1:5000")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results.json")
-    parser.add_argument("--only", default="", help="comma-separated rows: single,tests,registry,bump,src")
+    parser.add_argument("--only", default="", help="comma-separated rows: single,tests,registry,bump,src,noop,matrix")
     args = parser.parse_args()
     cli = engine.client()
     results: dict = {"date": dt.date.today().isoformat(), "machine": "2 cores, 24 GiB (this repo's CI kind)"}
@@ -313,7 +313,8 @@ def main() -> int:
 
 ONLY = {"single": lambda cli, a, r: single(cli), "tests": lambda cli, a, r: nox_tests(),
         "registry": lambda cli, a, r: registry_flow(cli, a.registry), "bump": lambda cli, a, r: bump(cli),
-        "src": lambda cli, a, r: src(cli, r.get("single"))}
+        "src": lambda cli, a, r: src(cli, r.get("single")), "noop": lambda cli, a, r: noop(cli),
+        "matrix": lambda cli, a, r: matrix(cli)[0]}
 
 if __name__ == "__main__":
     sys.exit(main())
