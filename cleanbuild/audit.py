@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import engine
+from .build import attest, sbom
 from .errors import EnvironmentProblem, StepFailed, UsageError
 from .gpuhost.arch import Arch
 from .settings import new_run_id
@@ -223,7 +224,7 @@ def _result(cli, image: str, image_ref: str, inputs: Inputs, attrs: dict, probe:
             seconds: float) -> AuditResult:
     history, largest = cli.api.history(image), engine.largest_layers(cli, image)
     findings = [*probe.get("findings", []), *host_findings(attrs, history, inputs.arch, largest),
-                supply_chain_finding(image_ref, REPO_ROOT / "reports")]
+                supply_chain_finding(image_ref, REPO_ROOT / "reports", pushed_attestations(attrs))]
     if dev:
         findings.append(device_finding(dev))
     return AuditResult(
@@ -295,21 +296,39 @@ def labels_finding(attrs: dict, arch: str | None) -> dict:
 
 
 SUPPLY_CHAIN = ("sbom.cdx.json", "provenance.json")
+ATTESTED = (sbom.SBOM, sbom.PROVENANCE)
 
 
-def supply_chain_finding(image_id: str, reports: Path) -> dict:
-    """Does the image come with an SBOM and provenance? build-clean writes both into the report folder of the image
-    it built (the image carries no attestation yet): ok when a report here names this image ID and has both."""
+def pushed_attestations(attrs: dict) -> tuple[str, list[str]] | None:
+    """(RepoDigest, the predicate types its registry lists) for the first pushed name the registry answers for."""
+    for ref in attrs.get("RepoDigests") or []:
+        types = attest.in_registry(ref)
+        if types is not None:
+            return ref, types
+    return None
+
+
+def supply_chain_finding(image_id: str, reports: Path, pushed: tuple[str, list[str]] | None = None) -> dict:
+    """Does the image come with an SBOM and provenance? Read from the registry for a pushed image (the attestation
+    manifest in its index, cleanbuild.build.attest), else from the report folder build-clean wrote for this image
+    ID: its sbom.cdx.json and provenance.json, and whether the build attached both to the image."""
+    title = "SBOM and provenance (information)"
+    if pushed is not None and all(t in pushed[1] for t in ATTESTED):
+        return _finding("sbom", title, OK, [f"{pushed[0]} carries attestations {', '.join(pushed[1])}"])
     for report in sorted(reports.glob("*/*/report.json")):
         try:
-            named = json.loads(report.read_text()).get("image_id")
+            data = json.loads(report.read_text())
         except (OSError, ValueError):
             continue
-        present = [report.parent / name for name in SUPPLY_CHAIN if (report.parent / name).is_file()]
-        if named == image_id and len(present) == len(SUPPLY_CHAIN):
-            return _finding("sbom", "SBOM and provenance (information)", OK, [str(p) for p in present])
-    return _finding("sbom", "SBOM and provenance (information)", UNKNOWN,
-                    [f"no attestation in the image, and no build report under {reports} names {image_id[:19]} with "
+        present = [str(report.parent / name) for name in SUPPLY_CHAIN if (report.parent / name).is_file()]
+        if data.get("image_id") == image_id and len(present) == len(SUPPLY_CHAIN):
+            attached = data.get("attestations") or []
+            where = (f"attached to the image: {', '.join(attached)}" if attached else
+                     "not attached to the image (its engine builds no reproducible OCI export)")
+            return _finding("sbom", title, OK, [*present, where])
+    pushed_note = [f"{pushed[0]} carries {', '.join(pushed[1]) or 'no attestation'}"] if pushed else []
+    return _finding("sbom", title, UNKNOWN,
+                    [*pushed_note, f"no build report under {reports} names {image_id[:19]} with "
                      f"{' and '.join(SUPPLY_CHAIN)}"], "build it with invoke build-clean (its report folder holds both)")
 
 

@@ -16,13 +16,17 @@ import json
 import shutil
 import tarfile
 import tempfile
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 from ..errors import BuildFailed, StepFailed, UsageError
 from ..run import quote, run, run_logged
 from ..spec import BuildSpec, Options, cache_flags
+from . import attest
 from .dockerfile import declared_args
+
+Attestations = Callable[[str], list[dict]]  # image manifest digest -> in-toto statements about it
 
 # Every file a build writes and the image config carry this time: 1980-01-01, the earliest a zip (a wheel) holds.
 SOURCE_DATE_EPOCH = 315532800
@@ -30,10 +34,12 @@ SOURCE_DATE_EPOCH = 315532800
 
 def build(spec: BuildSpec, options: Options, *, labels: tuple[tuple[str, str], ...] = (),
           build_args: tuple[tuple[str, str], ...] | None = None, show: bool = True, reproducible: bool = False,
-          containerd_store: bool = False) -> str:
+          containerd_store: bool = False, attestations: Attestations | None = None) -> str:
     """Build one spec; returns the image ID. build_args replaces the plan's (the patch step builds FROM an ID).
     reproducible: the engine can give the same digest for the same inputs (see the module's docstring);
-    containerd_store: the engine's BuildKit can export every stage's cache to the registry (spec.cache_flags)."""
+    containerd_store: the engine's BuildKit can export every stage's cache to the registry (spec.cache_flags);
+    attestations: on the reproducible path, the in-toto statements about the image manifest digest it is given,
+    attached to the image (cleanbuild.build.attest); the image ID is then the index's digest."""
     if build_args is not None:
         spec = replace(spec, build_args=build_args)
     check_build_args(spec)
@@ -41,7 +47,7 @@ def build(spec: BuildSpec, options: Options, *, labels: tuple[tuple[str, str], .
     run_dir.mkdir(parents=True, exist_ok=True)
     cache = cache_flags(spec, options, containerd_store=containerd_store) if spec.step in ("wheels", "clean") else ()
     if reproducible:
-        return _build_reproducible(spec, options, labels, cache, show)
+        return _build_reproducible(spec, options, labels, cache, show, attestations)
     iid = run_dir / f"{spec.step}.iid"
     iid.unlink(missing_ok=True)
     argv = spec.argv(builder=options.builder, progress=options.progress, ca_bundle=options.ca_bundle, iidfile=iid,
@@ -66,9 +72,9 @@ def reproducible_flags(archive: Path) -> list[str]:
 
 
 def _build_reproducible(spec: BuildSpec, options: Options, labels: tuple[tuple[str, str], ...],
-                        cache: tuple[str, ...], show: bool) -> str:
-    """Build to an OCI archive (named by -t), load it, and return its manifest digest: the ID the containerd
-    store gives it. The archive is removed either way."""
+                        cache: tuple[str, ...], show: bool, attestations: Attestations | None) -> str:
+    """Build to an OCI archive (named by -t), load it, and return its manifest digest (or, with attestations, its
+    index digest): the ID the containerd store gives it. The archive is removed either way."""
     archive = options.run_dir / f"{spec.step}.oci.tar"
     argv = spec.argv(builder=options.builder, progress=options.progress, ca_bundle=options.ca_bundle,
                      labels=labels, load=False, cache=cache)
@@ -76,8 +82,12 @@ def _build_reproducible(spec: BuildSpec, options: Options, labels: tuple[tuple[s
     log = options.run_dir / f"{spec.step}.log"
     try:
         _run_build(spec, [*argv[:at], *reproducible_flags(archive), *argv[at:]], log, show)
-        digest = archive_digest(archive)
-        _run_build(spec, ["docker", "load", "-i", str(archive)], options.run_dir / f"{spec.step}.load.log", show)
+        load_log = options.run_dir / f"{spec.step}.load.log"
+        if attestations is not None:
+            digest = attest.load(archive, attestations, load_log)
+        else:
+            digest = archive_digest(archive)
+            _run_build(spec, ["docker", "load", "-i", str(archive)], load_log, show)
     finally:
         archive.unlink(missing_ok=True)
     loaded = run(["docker", "image", "inspect", "--format", "{{.Id}}", spec.image], capture=True, echo=False).stdout.strip()

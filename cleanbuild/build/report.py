@@ -34,6 +34,7 @@ def build(plan: Plan, rec: BuildRecord, *, failed: bool, error: str | None = Non
         "largest_layers": list(seen.largest_layers) if seen else [],
         "layers": list(seen.layers) if seen else [],
         "base_image": plan.base_image, "base_image_digest": plan.profile.base.get("digest") or None,
+        "attestations": attached(plan, rec),
         "images": {"wheels": rec.wheels.image if rec.wheels else None, "clean": plan.clean.image,
                    "candidate": rec.candidate_ref},
         "components": {c.name: dict(c.fields) for c in plan.profile.components},
@@ -50,6 +51,14 @@ def build(plan: Plan, rec: BuildRecord, *, failed: bool, error: str | None = Non
         "total_seconds": round(rec.finished - rec.started, 1) if rec.finished is not None else None,
         "labels": dict(seen.labels) if seen else {},
     }
+
+
+def attached(plan: Plan, rec: BuildRecord) -> list[str]:
+    """The predicate types attached to the candidate: its SBOM and provenance where this engine built it
+    reproducibly (cleanbuild.build.attest), in this run or an earlier one here. [] for none or not known (pulled)."""
+    here = any(u.name == "candidate" and (u.status == "built" or u.how.startswith("found here")) for u in rec.units)
+    keyed = here and rec.candidate_ref == plan.patch.image
+    return [sbom.SBOM, sbom.PROVENANCE] if keyed and rec.engine is not None and rec.engine.reproducible else []
 
 
 def validation_status(validation: dict | None) -> str:
@@ -79,20 +88,27 @@ def write(plan: Plan, rec: BuildRecord, *, failed: bool, error: str | None = Non
     return write_data(folder_for(plan, rec, failed=failed), data, supply_chain(plan, rec, data))
 
 
+def attestation_args(plan: Plan) -> dict:
+    """What the SBOM and provenance say besides the manifest: the release name, the candidate's content key (the
+    SBOM's version), the pins, the profile and the base image; the same in the attestations and the report."""
+    return {"name": plan.release_repo.rsplit("/", 1)[-1], "version": plan.unit("candidate").key,
+            "pins": {c.name: c.ref() for c in plan.profile.components}, "profile": plan.profile.name,
+            "base": plan.base_image, "base_digest": plan.profile.base.get("digest") or None}
+
+
 def supply_chain(plan: Plan, rec: BuildRecord, data: dict) -> dict[str, dict]:
-    """sbom.cdx.json (every wheel in the image, the base image) and provenance.json (pins, lock digest), when the
-    run got as far as the wheels manifest."""
+    """sbom.cdx.json (every wheel in the image, the base image; the very SBOM attached to the image where the engine
+    builds reproducibly) and provenance.json (pins, lock digest, about the image ID), when the run got as far as the
+    wheels manifest."""
     if rec.wheels is None:
         return {}
-    image = rec.candidate_ref or plan.patch.image
-    image_id, base_digest = data.get("image_id"), data.get("base_image_digest")
-    return {"sbom.cdx.json": sbom.cyclonedx(rec.wheels.manifest, image=image, image_id=image_id,
-                                            base=plan.base_image, base_digest=base_digest),
-            "provenance.json": sbom.provenance(
-                rec.wheels.manifest, image=image, image_id=image_id, base=plan.base_image,
-                base_digest=base_digest, profile=plan.profile.name,
-                pins={c.name: c.ref() for c in plan.profile.components},
-                builder=f"docker {rec.engine.version}" if rec.engine else "docker")}
+    args = attestation_args(plan)
+    name, version = args.pop("name"), args.pop("version")
+    manifest = rec.wheels.manifest
+    bom = sbom.cyclonedx(manifest, image=name, version=version, base=args["base"], base_digest=args["base_digest"])
+    return {"sbom.cdx.json": bom,
+            "provenance.json": sbom.provenance(manifest, image=rec.candidate_ref or plan.patch.image,
+                                               image_id=data.get("image_id"), **args)}
 
 
 def write_data(folder: Path, data: dict, files: dict[str, dict] | None = None) -> Path:

@@ -23,9 +23,13 @@ from cyclonedx.output.json import JsonV1Dot6
 from packageurl import PackageURL
 
 from ..refs import parse_image
+from . import attest
 
 PYPI = "https://pypi.org/simple"
 NS = "io.atom-build"
+SBOM = "https://cyclonedx.org/bom"  # in-toto predicate types
+PROVENANCE = "https://slsa.dev/provenance/v1"
+BUILDER = "https://github.com/atom-build/atom-clean-build/cleanbuild@v1"
 
 
 def origin(component: str, manifest: dict) -> dict:
@@ -58,13 +62,14 @@ def wheel_component(wheel: dict, manifest: dict) -> Component:
                      external_references=refs, properties=props)
 
 
-def cyclonedx(manifest: dict, *, image: str, image_id: str | None, base: str, base_digest: str | None) -> dict:
-    """Every wheel in the image and the base image, as a CycloneDX 1.6 document (deterministic for one manifest)."""
-    bom = Bom(serial_number=uuid.uuid5(uuid.NAMESPACE_URL, f"{image}@{image_id}"))
+def cyclonedx(manifest: dict, *, image: str, version: str | None, base: str, base_digest: str | None) -> dict:
+    """Every wheel in the image and the base image, as a CycloneDX 1.6 document (deterministic for one manifest).
+    image, version: the image's name and version (build-clean: the release name and the candidate's content key)."""
+    bom = Bom(serial_number=uuid.uuid5(uuid.NAMESPACE_URL, f"{image}@{version}"))
     # No timestamp, so one manifest gives one document; the library's setter is annotated datetime-only, but the
     # serializer omits a None timestamp.
     bom.metadata.timestamp = None  # type: ignore[assignment]
-    bom.metadata.component = Component(type=ComponentType.CONTAINER, name=image, version=image_id or "unknown",
+    bom.metadata.component = Component(type=ComponentType.CONTAINER, name=image, version=version or "unknown",
                                        bom_ref="image")
     base_name = parse_image(base)  # a pinned base is REPO:TAG@sha256:...; its name is the repository alone
     bom.components.add(Component(
@@ -79,25 +84,41 @@ def cyclonedx(manifest: dict, *, image: str, image_id: str | None, base: str, ba
     return json.loads(JsonV1Dot6(bom).output_as_string())
 
 
-def provenance(manifest: dict, *, image: str, image_id: str | None, pins: dict[str, str], profile: str,
-               base: str, base_digest: str | None, builder: str) -> dict:
-    """An in-toto statement, SLSA provenance v1: the image (subject), the pins, the lock digest and the component
-    keys it was built from (external parameters), the base image and sources (resolved dependencies)."""
+def provenance_predicate(manifest: dict, *, pins: dict[str, str], profile: str, base: str,
+                         base_digest: str | None) -> dict:
+    """SLSA provenance v1: the pins, the lock digest and the component keys the image was built from (external
+    parameters), the base image and sources (resolved dependencies). No engine version and no time: the predicate is
+    attached to the image (cleanbuild.build.attest), whose digest must stay a function of the pins."""
     deps = [{"uri": f"git+{s.get('repo')}", "digest": {"gitCommit": s.get("sha")}, "name": name}
             for name, s in sorted((manifest.get("sources") or {}).items()) if s]
     deps.append({"uri": base, "name": "base image", **({"digest": {"sha256": base_digest.split(":", 1)[1]}} if base_digest else {})})
     return {
+        "buildDefinition": {
+            "buildType": "https://github.com/atom-build/atom-clean-build/build-clean@v1",
+            "externalParameters": {"profile": profile, "arch": manifest.get("arch"), "ck_mode": manifest.get("ck_mode"),
+                                   "pins": pins, "lock_sha256": manifest.get("lock_sha256")},
+            "internalParameters": {"component_keys": manifest.get("component_keys") or {}},
+            "resolvedDependencies": deps,
+        },
+        "runDetails": {"builder": {"id": BUILDER}},
+    }
+
+
+def provenance(manifest: dict, *, image: str, image_id: str | None, pins: dict[str, str], profile: str,
+               base: str, base_digest: str | None) -> dict:
+    """An in-toto statement v1 of provenance_predicate about the image (the report's provenance.json)."""
+    return {
         "_type": "https://in-toto.io/Statement/v1",
         "subject": [{"name": image, "digest": {"sha256": image_id.split(":", 1)[1]} if image_id else {}}],
-        "predicateType": "https://slsa.dev/provenance/v1",
-        "predicate": {
-            "buildDefinition": {
-                "buildType": "https://github.com/atom-build/atom-clean-build/build-clean@v1",
-                "externalParameters": {"profile": profile, "arch": manifest.get("arch"), "ck_mode": manifest.get("ck_mode"),
-                                       "pins": pins, "lock_sha256": manifest.get("lock_sha256")},
-                "internalParameters": {"component_keys": manifest.get("component_keys") or {}},
-                "resolvedDependencies": deps,
-            },
-            "runDetails": {"builder": {"id": builder}},
-        },
+        "predicateType": PROVENANCE,
+        "predicate": provenance_predicate(manifest, pins=pins, profile=profile, base=base, base_digest=base_digest),
     }
+
+
+def statements(manifest: dict, subject: str, *, name: str, version: str, pins: dict[str, str], profile: str,
+               base: str, base_digest: str | None) -> list[dict]:
+    """The SBOM and the provenance as in-toto statements about the image manifest subject (sha256:...): what
+    cleanbuild.build.attest attaches to the image. A function of the build's inputs only."""
+    bom = cyclonedx(manifest, image=name, version=version, base=base, base_digest=base_digest)
+    prov = provenance_predicate(manifest, pins=pins, profile=profile, base=base, base_digest=base_digest)
+    return [attest.statement(name, subject, SBOM, bom), attest.statement(name, subject, PROVENANCE, prov)]

@@ -15,7 +15,7 @@ from ..errors import StepFailed, UsageError
 from ..gpuhost import gpu
 from ..refs import split_image
 from ..spec import BuildSpec, cache_flags
-from . import buildx, components, devcontext, srcplan
+from . import buildx, components, devcontext, sbom, srcplan
 from . import prepare as preparer
 from . import report as reports
 from .components import Unit
@@ -80,7 +80,8 @@ def _containerd_store(rec: BuildRecord) -> bool:
     return rec.engine is not None and rec.engine.containerd_store
 
 
-def _ensure(ctx: Ctx, rec: BuildRecord, unit: Unit, labels: tuple[tuple[str, str], ...] = ()) -> UnitRecord:
+def _ensure(ctx: Ctx, rec: BuildRecord, unit: Unit, labels: tuple[tuple[str, str], ...] = (),
+            attestations: buildx.Attestations | None = None) -> UnitRecord:
     """The unit's image: found here by its key (whatever its name; tagged with the plan's name), pulled from the
     registry, or built. A found image must sit on the image its target starts FROM (engine.find_by_key's on: the
     unit below was had first and holds its name). With a remote registry, the registry is made to hold it (a
@@ -106,7 +107,7 @@ def _ensure(ctx: Ctx, rec: BuildRecord, unit: Unit, labels: tuple[tuple[str, str
     last = engine.last_inputs(cli, unit.name, _variant(ctx, unit), unit.key)
     changed = tuple(components.changed(last, dict(unit.inputs))) if last is not None else ("no earlier build here",)
     image_id = buildx.build(build_spec(unit), o, labels=(*labels, *unit_labels(ctx, unit)), reproducible=_reproducible(rec),
-                            containerd_store=_containerd_store(rec))
+                            containerd_store=_containerd_store(rec), attestations=attestations)
     how = "built"
     if o.remote:
         engine.push(cli, unit.image)
@@ -178,7 +179,7 @@ def patch(ctx: Ctx, rec: BuildRecord) -> Outcome:
     base = rec.candidate_ref or ctx.plan.clean.image
     spec = patch_build(base, ctx.plan.patch.image, ctx.patch_only)
     if spec == ctx.plan.patch:
-        done = _ensure(ctx, rec, ctx.plan.unit("candidate"))
+        done = _ensure(ctx, rec, ctx.plan.unit("candidate"), attestations=_attestations(ctx, rec, base))
         rec = replace(rec, units=(*rec.units, done))
         image_id, how = done.image_id, done.how
     else:  # an image the user named, or --only: not a keyed unit; it must not carry its parent's key
@@ -189,6 +190,22 @@ def patch(ctx: Ctx, rec: BuildRecord) -> Outcome:
     outcomes = ", ".join(f"{p['name']}={p['outcome']}" for p in data.get("patches", [])) or "no patch report"
     summary = f"{spec.image} ({how}): {outcomes}"
     return replace(rec, candidate_id=image_id, candidate_ref=spec.image, patches=data), StepStatus.PASSED, summary
+
+
+def _attestations(ctx: Ctx, rec: BuildRecord, base: str) -> buildx.Attestations | None:
+    """The candidate's SBOM and provenance, attached where the engine builds reproducibly (cleanbuild.build.attest):
+    from the wheels manifest the image it starts FROM holds, the pins and the candidate's content key."""
+    if not _reproducible(rec):
+        return None
+    plan = ctx.plan
+
+    def statements(subject: str) -> list[dict]:
+        manifest = engine.read_json(ctx.cli, base, metadata.MANIFEST_PATH, rec.run_id)
+        if not isinstance(manifest, dict):
+            raise StepFailed(f"{base} has no {metadata.MANIFEST_PATH}. To fix, rebuild it: invoke clean --rebuild.")
+        return sbom.statements(manifest, subject, **reports.attestation_args(plan))
+
+    return statements
 
 
 def _gpu_kwargs(ctx: Ctx, rec: BuildRecord, step: str, image_rocm: str | None) -> tuple[dict, tuple[dict, ...]]:

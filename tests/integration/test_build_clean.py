@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild import engine, metadata
-from cleanbuild.build import pipeline, steps
+from cleanbuild import audit, engine, metadata
+from cleanbuild.build import pipeline, sbom, steps
 from cleanbuild.errors import Interrupted
 from tests.support.builds import REPO, offline_plan
 from tests.support.tiny_model import make_tiny_model
@@ -89,6 +89,15 @@ def test_build_clean_tags_and_reports(docker_engine, offline_builds, model, arch
     assert markdown.startswith("# Build report") and "## Smoke test" in markdown and "NOT proved" in markdown
     shown = invoke("report", released[0])
     assert shown.returncode == 0 and "## Validation" in shown.stdout
+    # The SBOM names aiter's and ATOM's full commits; on an engine that builds reproducibly it is also attached.
+    bom = json.loads((folder / "sbom.cdx.json").read_text())
+    commits = {c["name"]: p["value"] for c in bom["components"] for p in c.get("properties", [])
+               if p["name"] == "io.atom-build:commit"}
+    assert (commits["amd-aiter"], commits["atom"]) == (AITER_REF, ATOM_REF)
+    reproducible = engine.preflight(docker_engine, 1.0).reproducible
+    assert report["attestations"] == ([sbom.SBOM, sbom.PROVENANCE] if reproducible else [])
+    finding = audit.supply_chain_finding(report["image_id"], REPO / "reports")
+    assert finding["status"] == "ok" and ("attached to the image" in finding["evidence"][-1]) == reproducible
     assert our_containers(docker_engine) == []
 
 

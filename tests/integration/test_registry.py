@@ -36,7 +36,8 @@ RUN = os.urandom(3).hex()
 BUILD = ("preflight", "prepare", "wheels", "clean", "patch")
 # Docker 20.10 pushes Docker v2 manifests; BuildKit with the containerd store, OCI ones (a registry refuses to
 # answer with a type the request does not accept).
-MANIFEST = "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json"
+MANIFEST = ("application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json, "
+            "application/vnd.oci.image.index.v1+json")  # an index: a candidate with its attestations (Docker >= 26)
 
 
 def _answers(url: str) -> bool:
@@ -82,6 +83,14 @@ def registry_digest(registry: str, repo: str, tag: str) -> str | None:
             return response.headers["Docker-Content-Digest"]
     except urllib.error.HTTPError:
         return None
+
+
+def registry_blob(registry: str, repo: str, digest: str, manifest: bool = False) -> bytes:
+    """A blob or (manifest=True) a manifest or index by digest, as the registry stores it."""
+    kind = "manifests" if manifest else "blobs"
+    request = urllib.request.Request(f"http://{registry}/v2/{repo}/{kind}/{digest}", headers={"Accept": MANIFEST})
+    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
+        return response.read()
 
 
 def registry_tags(registry: str, repo: str) -> list[str]:

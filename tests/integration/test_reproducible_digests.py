@@ -15,11 +15,11 @@ from dataclasses import replace
 import pytest
 
 from cleanbuild import engine
-from cleanbuild.build import pipeline, reproduce, verify
+from cleanbuild.build import attest, pipeline, reproduce, sbom, verify
 from cleanbuild.build.plan import Plan, make_plan
 from cleanbuild.errors import StepFailed
 from cleanbuild.settings import resolve
-from tests.integration.test_registry import registry, registry_digest  # noqa: F401 - the registry fixture
+from tests.integration.test_registry import registry, registry_blob, registry_digest  # noqa: F401 - the registry fixture
 from tests.support.builds import REPO, VARIANTS, offline_plan
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -64,9 +64,27 @@ def test_two_cold_builds_give_the_same_digests_here_and_in_the_registry(reproduc
             image = plan.unit(name).image
             repo, _, tag = image.removeprefix(f"{registry}/").rpartition(":")
             assert registry_digest(registry, repo, tag) == second[name], f"{image}: the registry holds another digest"
+        check_attestations(registry, plan, second["candidate"])
     finally:
         for unit in plan.units:
             engine.untag(cli, unit.image)
+
+
+def check_attestations(at: str, plan: Plan, digest: str) -> None:
+    """The pushed candidate is an index of the image and its attestations: the SBOM names aiter's and ATOM's full
+    commits, the provenance the pins and the lock digest; `invoke audit`'s reader lists both."""
+    repo = plan.patch.image.removeprefix(f"{at}/").rpartition(":")[0]
+    index = json.loads(registry_blob(at, repo, digest, manifest=True))
+    manifests = {m["digest"] for m in index["manifests"]}
+    found = attest.attestations(index, lambda d: registry_blob(at, repo, d, manifest=d in manifests))
+    bom, prov = found[sbom.SBOM]["predicate"], found[sbom.PROVENANCE]["predicate"]
+    commits = {p["name"]: p["value"] for c in bom["components"] for p in c.get("properties", [])
+               if p["name"] == "io.atom-build:commit" and c["name"] in ("amd-aiter", "atom")}
+    pins = {c.name: c.ref() for c in plan.profile.components}
+    assert sorted(commits) == ["amd-aiter", "atom"]
+    assert all(len(sha) == 40 and sha in pins[n.removeprefix("amd-")] for n, sha in commits.items()), (commits, pins)
+    assert prov["buildDefinition"]["externalParameters"]["pins"] == pins
+    assert attest.in_registry(f"{at}/{repo}@{digest}") == sorted([sbom.SBOM, sbom.PROVENANCE])
 
 
 @pytest.fixture(scope="module")
