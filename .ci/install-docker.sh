@@ -4,12 +4,11 @@
 # plugin and mmdebstrap. Debian 12 ships none of the trixie packages: they are fetched with `apt-get download` from
 # the trixie suite and unpacked under /opt/atom-build/docker26 (nothing of the system's packages is replaced).
 #
-#   install-docker26.sh              THE engine on the default socket (unix:///run/docker.sock, /var/lib/docker)
-#                                    (CI: `ATOM_BUILD_ENGINE=docker26 bash .ci/run`; not yet CI's default: the
-#                                    whole integration tier has not been run green on it)
-#   install-docker26.sh --side NAME  a second engine beside one already running: unix:///run/NAME.sock, data in
+#   install-docker.sh              THE engine on the default socket (unix:///run/docker.sock, /var/lib/docker):
+#                                  the engine CI tests (`bash .ci/run`)
+#   install-docker.sh --side NAME  a second engine beside one already running: unix:///run/NAME.sock, data in
 #                                  /var/lib/NAME, its own exec root, pidfile and containerd; use it with
-#                                  DOCKER_HOST=unix:///run/NAME.sock
+#                                  DOCKER_HOST=unix:///run/NAME.sock (`DOCKER_SIDE=NAME bash .ci/run`)
 # Idempotent: what is installed is kept, an engine that answers on the socket is left running.
 set -euo pipefail
 
@@ -17,7 +16,7 @@ prefix=/opt/atom-build/docker26
 plugin_dir=/usr/local/lib/docker/cli-plugins
 name=docker
 if [[ ${1:-} == --side ]]; then
-  name=${2:?usage: install-docker26.sh [--side NAME]}
+  name=${2:?usage: install-docker.sh [--side NAME]}
   [[ $name =~ ^[a-z0-9][a-z0-9-]*$ && $name != docker ]] || { echo "--side NAME: lower-case letters, digits, '-'; not 'docker'" >&2; exit 2; }
 fi
 

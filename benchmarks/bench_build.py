@@ -12,6 +12,8 @@ that on. Measured, in order:
   install   the clean step (cold, in `single`) over the floor for the same wheels: a plain unzip of every wheel
             into an empty folder on the host, same run (goal <= 1.5)
   noop      build-clean's steps again with nothing changed: seconds before validation starts
+  digest    two cold builds of gfx950 CK-free, each after removing its images and pruning the cache: walls, and
+            whether the wheels, clean and candidate digests came out the same (Docker >= 26, containerd store)
   tests     `nox -s tests` wall (the everyday tier; goal < 120 s)
   registry  a second machine's cold build-clean with the registry (pulls what the first pushed) vs without
   bump      after a cold build of gfx950 CK-free: an ATOM-only bump and an aiter-only bump (each its own profile
@@ -149,6 +151,19 @@ def unzip_floor(cli, plan) -> float:
         return round(time.monotonic() - start, 1)
 
 
+def digest(cli) -> dict:
+    """Two cold builds of gfx950 CK-free (images removed, BuildKit cache pruned before each): their walls and
+    whether the wheels, clean and candidate digests are the same."""
+    plan = offline_plan(MATRIX[3], run_id="bench-digest")
+    walls, ids = [], []
+    for _ in range(2):
+        prune(cli, [plan])
+        walls.append(round(timed_run(cli, plan)[0], 1))
+        ids.append({u.name: engine.image_id(cli, u.image) for u in plan.units if u.name in ("wheels", "clean", "candidate")})
+    return {"variant": MATRIX[3].name, "cold_walls_s": walls, "digests": ids[0], "same_digests": ids[0] == ids[1],
+            "second_digests": ids[1] if ids[0] != ids[1] else "same"}
+
+
 def noop(cli) -> float:
     plan = offline_plan(MATRIX[3], run_id="bench-noop")
     return round(timed_run(cli, plan)[0], 2)
@@ -282,10 +297,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--registry", default="127.0.0.1:5000")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results.json")
-    parser.add_argument("--only", default="", help="comma-separated rows: single,tests,registry,bump,src,noop,matrix")
+    parser.add_argument("--only", default="", help="comma-separated rows: single,tests,registry,bump,src,noop,matrix,digest")
     args = parser.parse_args()
     cli = engine.client()
-    results: dict = {"date": dt.date.today().isoformat(), "machine": "2 cores, 24 GiB (this repo's CI kind)"}
+    facts = engine.preflight(cli, 1.0)
+    results: dict = {"date": dt.date.today().isoformat(), "machine": "2 cores, 24 GiB (this repo's CI kind)",
+                     "engine": f"Docker {facts.version}, containerd image store: {facts.containerd_store}"}
     if args.only:
         earlier = json.loads(args.out.read_text()) if args.out.is_file() else {}
         results = {**earlier, **{k: v for k, v in results.items() if k != "date"}}
@@ -314,7 +331,7 @@ def main() -> int:
 ONLY = {"single": lambda cli, a, r: single(cli), "tests": lambda cli, a, r: nox_tests(),
         "registry": lambda cli, a, r: registry_flow(cli, a.registry), "bump": lambda cli, a, r: bump(cli),
         "src": lambda cli, a, r: src(cli, r.get("single")), "noop": lambda cli, a, r: noop(cli),
-        "matrix": lambda cli, a, r: matrix(cli)[0]}
+        "matrix": lambda cli, a, r: matrix(cli)[0], "digest": lambda cli, a, r: digest(cli)}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -30,7 +30,7 @@ def test_reproducible_builds_only_on_docker_26_with_the_containerd_store(version
 def test_reproducible_flags_set_the_epoch_and_rewrite_every_timestamp(tmp_path):
     flags = buildx.reproducible_flags(tmp_path / "x.tar")
     assert flags == ["--build-arg", f"SOURCE_DATE_EPOCH={buildx.SOURCE_DATE_EPOCH}", "--provenance=false",
-                     "--output", f"type=oci,dest={tmp_path / 'x.tar'},rewrite-timestamp=true"]
+                     "--output", f"type=oci,dest={tmp_path / 'x.tar'},compression=zstd,rewrite-timestamp=true"]
 
 
 def _archive(path: Path, manifests: list[dict]) -> Path:
