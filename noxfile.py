@@ -33,7 +33,7 @@ def tests(session: nox.Session) -> None:
 @nox.session
 def integration(session: nox.Session) -> None:
     """The second tier: real Docker engine and BuildKit builds of the offline profile, pipeline, audit, registry."""
-    _pytest(session, "docker", ["tests/"])
+    _pytest(session, "docker", ["--durations=25", "tests/"])
 
 
 @nox.session

@@ -327,16 +327,47 @@ def pull(cli, ref: str) -> str | None:
 @_boundary
 def push(cli, ref: str) -> str:
     """Push ref; returns the manifest digest the registry stored. A failed push (the registry went away) is one
-    line; the registry only creates the tag once every blob and the manifest arrived, so no half-tagged image."""
+    line; the registry only creates the tag once every blob and the manifest arrived, so no half-tagged image.
+
+    The containerd store pulls an index's own platform's manifest but not its attestation manifest (platform
+    unknown/unknown), so a pulled image with attestations cannot be pushed from here ("missing content"): the
+    registry then copies it from where it was pulled, by digest (registry_copy)."""
     repo, tag = _split(ref)
     digest = None
     for line in cli.images.push(repo, tag=tag, stream=True, decode=True):
         if "error" in line:
-            raise StepFailed(f"push of {ref} failed: {' '.join(str(line['error']).split())[:300]}. To fix, check the registry and retry.")
+            error = " ".join(str(line["error"]).split())
+            source = _pulled_from(cli, ref) if "missing content" in error else None
+            if source is not None:
+                return registry_copy(cli, source, ref)
+            raise StepFailed(f"push of {ref} failed: {error[:300]}. To fix, check the registry and retry.")
         digest = (line.get("aux") or {}).get("Digest") or _status_digest(line.get("status")) or digest
     if digest is None:
         raise StepFailed(f"push of {ref} reported no digest. To fix, check the registry.")
     return digest
+
+
+def _pulled_from(cli, ref: str) -> str | None:
+    """A REPO@sha256:... of ref's image that its registry holds (the containerd store lists a digest for every
+    registry-style name, pushed or not); one whose registry does not answer is passed over."""
+    for source in repo_digests(cli, ref):
+        try:
+            if "/" in source and registry_has(cli, source):
+                return source
+        except CleanBuildError:
+            continue
+    return None
+
+
+def registry_copy(cli, source: str, dest: str) -> str:
+    """Tag dest as source (REPO@sha256:..., in this registry or another) without moving anything through this
+    engine: `docker buildx imagetools create` copies the manifest or index as it is, with its blobs (mounted
+    within one registry). Returns the digest the registry holds for dest."""
+    done = run(["docker", "buildx", "imagetools", "create", "--tag", dest, source], check=False, capture=True, echo=False)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise StepFailed(f"push of {dest} (a registry copy of {source}) failed: {last[:300]}. To fix, check the registry and retry.")
+    return str(cli.images.get_registry_data(dest).id)
 
 
 def _status_digest(status: object) -> str | None:

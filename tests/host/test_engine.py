@@ -187,6 +187,45 @@ def test_push_returns_the_digest_either_store_reports(lines):
     assert engine.push(PushingClient(lines), "127.0.0.1:5000/x/y:t1") == DIGEST
 
 
+MISSING = [{"error": "missing content: content digest sha256:07967f: not found Note: You're trying to push a "
+                     "manifest list/index which references multiple platform specific manifests, but not all of them "
+                     "are available locally or available to the remote repository."}]
+
+
+class PulledClient(PushingClient):
+    """An image pulled from 127.0.0.1:5000/a (the registry holds it there) and tagged for 127.0.0.1:5000/b: the
+    containerd store lists a digest for both names, and its push fails for the attestation manifest it never
+    fetched (Docker 26.1.5's words)."""
+
+    def __init__(self, held: set[str]):
+        super().__init__(MISSING)
+        self.held = held
+        self.api = self
+        self.images.get_registry_data = self.registry_data
+
+    def inspect_image(self, ref):
+        return {"RepoDigests": [f"127.0.0.1:5000/b@{DIGEST}", f"127.0.0.1:5000/a@{DIGEST}"]}
+
+    def registry_data(self, ref):
+        if ref not in self.held:
+            raise docker.errors.NotFound(ref)
+        return type("Data", (), {"id": DIGEST})()
+
+
+def test_a_pulled_image_the_engine_cannot_push_is_copied_in_the_registry_from_where_it_came(monkeypatch):
+    ran = []
+    monkeypatch.setattr(engine, "run", lambda argv, **kw: ran.append(argv) or type("R", (), {"returncode": 0})())
+    cli = PulledClient({f"127.0.0.1:5000/a@{DIGEST}", "127.0.0.1:5000/b:t1"})
+    assert engine.push(cli, "127.0.0.1:5000/b:t1") == DIGEST
+    assert ran == [["docker", "buildx", "imagetools", "create", "--tag", "127.0.0.1:5000/b:t1", f"127.0.0.1:5000/a@{DIGEST}"]]
+
+
+def test_missing_content_with_no_copy_in_the_registry_is_one_line(monkeypatch):
+    monkeypatch.setattr(engine, "run", lambda argv, **kw: pytest.fail("nothing to copy from"))
+    with pytest.raises(StepFailed, match=r"^push of 127.0.0.1:5000/b:t1 failed: missing content"):
+        engine.push(PulledClient(set()), "127.0.0.1:5000/b:t1")
+
+
 class _Image:
     def __init__(self, image_id: str, tags: tuple[str, ...], created: str):
         self.id, self.tags, self.attrs = image_id, list(tags), {"Created": created}
@@ -270,3 +309,14 @@ def test_venv_records_come_from_the_last_line_the_image_prints(capsys):
     cli = FakeClient(Printing([]))
     assert reproduce.venv_facts(cli, "clean:img") == {"records": {}, "files": ["bin/python"]}
     assert (cli.created[0][1][:2], cli.created[0][2]["network_mode"]) == (["python", "-c"], "none")
+
+
+def test_missing_content_where_the_registry_is_gone_is_the_push_error(monkeypatch):
+    cli = PulledClient(set())
+
+    def gone(ref):
+        raise docker.errors.APIError("Get http://127.0.0.1:5000/v2/: connection refused")
+
+    cli.images.get_registry_data = gone
+    with pytest.raises(StepFailed, match=r"^push of 127.0.0.1:5000/b:t1 failed: missing content"):
+        engine.push(cli, "127.0.0.1:5000/b:t1")
