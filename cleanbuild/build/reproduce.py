@@ -18,6 +18,8 @@ import tempfile
 import uuid
 from pathlib import Path
 
+import zstandard
+
 from .. import engine
 from ..errors import StepFailed
 from ..spec import RunSpec
@@ -97,12 +99,22 @@ def _at(layers: list[str], index: int) -> str | None:
     return layers[index] if index < len(layers) else None
 
 
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
 def layer_files(saved: Path, index: int) -> dict[str, tuple]:
-    """{path: (sha256 of content or link target, mode, uid, gid, mtime)} of layer `index` of a `docker save` tar."""
+    """{path: (sha256 of content or link target, mode, uid, gid, mtime)} of layer `index` of a `docker save` tar.
+    A layer is a tar, plain, gzip or (the reproducible export's, cleanbuild.build.buildx) zstd: the containerd store
+    saves each blob as it holds it."""
     with tarfile.open(saved) as outer:
         manifest = json.loads(_read(outer, "manifest.json"))
         blob = outer.extractfile(manifest[0]["Layers"][index])
-        with tarfile.open(fileobj=blob, mode="r:*") as layer:
+        if blob is None:
+            raise ValueError(f"layer {index} in {saved.name} is not a regular file")
+        zstd = blob.read(4) == ZSTD_MAGIC
+        blob.seek(0)
+        raw = zstandard.ZstdDecompressor().stream_reader(blob) if zstd else blob
+        with tarfile.open(fileobj=raw, mode="r|*") as layer:
             return {m.name: (_content(layer, m), m.mode, m.uid, m.gid, m.mtime) for m in layer}
 
 

@@ -3,12 +3,15 @@ and how two layers' files are compared (cleanbuild.engine, buildx, reproduce).""
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import io
 import json
 import tarfile
 from pathlib import Path
 
 import pytest
+import zstandard
 
 from cleanbuild.build import buildx, reproduce
 from cleanbuild.engine import reproducible_builds
@@ -78,3 +81,26 @@ def test_diff_files_names_a_file_before_the_folders_above_it():
     added = {"opt": ("directory", 0o755, 0, 0, 0), "opt/atom-build": ("directory", 0o755, 0, 0, 0),
              "opt/atom-build/extra.txt": ("h", 0o644, 0, 0, 0)}
     assert reproduce.diff_files(added, {}) == ("opt/atom-build/extra.txt", "only in the first image")
+
+
+def _saved(path: Path, compress) -> Path:
+    """A `docker save`-shaped tar (manifest.json naming one layer blob) whose layer holds one file."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w") as tar:
+        info = tarfile.TarInfo("opt/atom-build/extra.txt")
+        info.size, info.mtime = 8, 315532800
+        tar.addfile(info, io.BytesIO(b"changed\n"))
+    blob = compress(raw.getvalue())
+    with tarfile.open(path, "w") as outer:
+        for name, data in (("manifest.json", json.dumps([{"Layers": ["blobs/sha256/l"]}]).encode()), ("blobs/sha256/l", blob)):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            outer.addfile(info, io.BytesIO(data))
+    return path
+
+
+@pytest.mark.parametrize("compress", [lambda b: b, gzip.compress, lambda b: zstandard.ZstdCompressor().compress(b)],
+                         ids=["plain", "gzip", "zstd"])
+def test_layer_files_reads_plain_gzip_and_zstd_layers(tmp_path, compress):
+    files = reproduce.layer_files(_saved(tmp_path / "s.tar", compress), 0)
+    assert files == {"opt/atom-build/extra.txt": (hashlib.sha256(b"changed\n").hexdigest(), 0o644, 0, 0, 315532800)}
