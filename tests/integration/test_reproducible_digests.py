@@ -1,10 +1,10 @@
 """Same inputs, same digest, on an engine that can give it (Docker >= 26 with the containerd image store): two
-builds of gfx950 CK-free, the second cold (the BuildKit cache pruned, every unit built again under names of its
-own), give the same wheels, clean and candidate digests, here and in the registry, and the same closure (wheels
-manifests, installed files, RECORD hashes). When they do not, the comparisons (cleanbuild.build.reproduce: the
-first differing layer and file) are the failure message; both are written to reports/reproducibility/. The first
-build is the session's own when this session built every unit of it, else a cold build here. The pushed candidate
-carries its SBOM and provenance as attestations. `invoke verify` rebuilds an image from its labels: the same digest
+cold builds of gfx950 CK-free (the BuildKit cache pruned before each, every unit built again, the first build's
+names dropped in between) give the same digest for every unit, here and in the registry, and the same closure
+(wheels manifests, installed files, RECORD hashes). When they do not, the comparisons (cleanbuild.build.reproduce:
+the first differing layer and file) are the failure message; both are written to reports/reproducibility/. Both
+builds use the same names: the clean image's labels name the wheels image. The pushed candidate carries its SBOM
+and provenance as attestations. `invoke verify` rebuilds an image from its labels: the same digest
 for the image as built, the first differing layer and file for one changed after the build.
 
 Docker 20.10 is not tested: its BuildKit 0.8 stamps build times into every image (verify refuses there, exit 3)
@@ -42,32 +42,28 @@ def reproducible_engine(docker_engine):
     return docker_engine
 
 
-def first_build(cli, offline_builds) -> tuple[dict[str, str], Plan | None]:
-    """({unit: image ID}, the plan whose names to drop afterwards) of a first build: the session's gfx950 CK-free
-    when this session built all of it (so this code made its bytes) and every one of its images still holds its
-    name, else a build here with every unit built again, under names of its own."""
-    built = offline_builds[VARIANTS[0].name]
-    session = {u.name: u.image_id for u in built.record.units}
-    named = {u.name: engine.image_id(cli, u.image) for u in built.plan.units}
-    if all(u.status == "built" for u in built.record.units) and all(named[n] == i for n, i in session.items()):
-        return session, None
-    plan = offline_plan(VARIANTS[0], run_id="digests-first")
-    plan = make_plan(plan.profile, replace(plan.options, registry=f"atom-build/digests-{uuid.uuid4().hex[:8]}"))
-    rec = pipeline.run(plan, cli, STEPS, rebuild=True, failed_report=False)
-    return {u.name: u.image_id for u in rec.units}, plan
-
-
-def test_two_builds_give_the_same_digests_and_closure_here_and_in_the_registry(reproducible_engine, offline_builds,
-                                                                               registry):  # noqa: F811
-    cli = reproducible_engine
-    first, own = first_build(cli, offline_builds)
-    base = offline_plan(VARIANTS[0], run_id="digests")
-    # Its own names, pushed to the registry; no registry cache, and the BuildKit cache pruned: cold.
-    plan = make_plan(base.profile, replace(base.options, registry=f"{registry}/digests-{uuid.uuid4().hex[:8]}", cache="none"))
+def cold_build(cli, plan: Plan) -> dict[str, str]:
+    """Every unit of the plan built again from a pruned BuildKit cache; {unit: image ID}."""
     subprocess.run(["docker", "builder", "prune", "-af"], check=True, capture_output=True)  # noqa: S603,S607
+    rec = pipeline.run(plan, cli, STEPS, rebuild=True, failed_report=False)
+    return {u.name: u.image_id for u in rec.units}
+
+
+def test_two_cold_builds_give_the_same_digests_and_closure_here_and_in_the_registry(reproducible_engine,
+                                                                                    registry):  # noqa: F811
+    cli = reproducible_engine
+    base = offline_plan(VARIANTS[0], run_id="digests")
+    # Both builds under the same names of their own (the clean image's labels name the wheels image), pushed;
+    # no registry cache: cold. The first build's names are dropped before the second.
+    plan = make_plan(base.profile, replace(base.options, registry=f"{registry}/digests-{uuid.uuid4().hex[:8]}", cache="none"))
     try:
-        rec = pipeline.run(plan, cli, STEPS, rebuild=True, failed_report=False)
-        second = {u.name: u.image_id for u in rec.units}
+        first = cold_build(cli, plan)
+        for unit in plan.units:
+            engine.untag(cli, unit.image)
+        second = cold_build(cli, plan)
+        for name, image_id in first.items():  # a first image the second did not match: back from the registry
+            if image_id != second.get(name):
+                engine.pull(cli, f"{plan.unit(name).image.rsplit(':', 1)[0]}@{image_id}")
         result = reproduce.compare_digests(cli, first, second)
         closure = reproduce.compare(cli, (first["wheels"], second["wheels"]), (first["clean"], second["clean"]))
         out = REPO / "reports" / "reproducibility"
@@ -83,7 +79,7 @@ def test_two_builds_give_the_same_digests_and_closure_here_and_in_the_registry(r
             assert registry_digest(registry, repo, tag) == second[name], f"{image}: the registry holds another digest"
         check_attestations(registry, plan, second["candidate"])
     finally:
-        for unit in (*plan.units, *(own.units if own else ())):
+        for unit in plan.units:
             engine.untag(cli, unit.image)
 
 
