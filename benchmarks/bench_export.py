@@ -1,0 +1,58 @@
+"""The reproducible export's cost per layer compression (numbers, not assertions: not a test).
+
+    DOCKER_HOST=unix:///run/d26.sock python benchmarks/bench_export.py [UNIT] [gzip zstd uncompressed ...]
+
+Builds one unit of gfx950 CK-free (default: venv, the 2.7 GB layer) with --no-cache to an OCI archive with
+SOURCE_DATE_EPOCH and rewrite-timestamp=true, once per compression, then `docker load`s it: build and load
+seconds, archive bytes, manifest digest. Needs Docker >= 26 with the containerd image store and the unit's
+FROM images present (a build of the offline profile first).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from cleanbuild.build import buildx  # noqa: E402
+from cleanbuild.build.plan import build_spec  # noqa: E402
+from tests.support.builds import VARIANTS, offline_plan  # noqa: E402
+
+
+def measure(argv: list[str], compression: str) -> dict:
+    archive = Path(f"/tmp/bench-export-{compression}.tar")
+    out = f"type=oci,dest={archive},rewrite-timestamp=true"
+    if compression != "gzip":
+        out += f",compression={compression},force-compression=true"
+    at = argv.index("-t")
+    cmd = [*argv[:at], "--no-cache", "--build-arg", f"SOURCE_DATE_EPOCH={buildx.SOURCE_DATE_EPOCH}",
+           "--provenance=false", "--output", out, *argv[at:]]
+    start = time.monotonic()
+    built = subprocess.run(cmd, capture_output=True, text=True, check=False)  # noqa: S603
+    build_s = time.monotonic() - start
+    if built.returncode:
+        return {"compression": compression, "error": built.stderr[-500:]}
+    start = time.monotonic()
+    subprocess.run(["docker", "load", "-i", str(archive)], capture_output=True, check=True)  # noqa: S603,S607
+    result = {"compression": compression, "build_s": round(build_s, 1), "load_s": round(time.monotonic() - start, 1),
+              "archive_bytes": archive.stat().st_size, "digest": buildx.archive_digest(archive)}
+    archive.unlink()
+    return result
+
+
+def main() -> int:
+    unit = sys.argv[1] if len(sys.argv) > 1 else "venv"
+    plan = offline_plan(VARIANTS[0], run_id="bench-export")
+    argv = build_spec(plan.unit(unit)).argv(builder=None, progress="plain", ca_bundle=plan.options.ca_bundle, load=False)
+    for compression in sys.argv[2:] or ["gzip", "zstd", "uncompressed"]:
+        print(json.dumps({"unit": unit, **measure(argv, compression)}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
