@@ -67,8 +67,7 @@ def check_build_args(spec: BuildSpec) -> None:
 def reproducible_flags(archive: Path) -> list[str]:
     """What makes a build's bytes a function of its inputs: every time set to SOURCE_DATE_EPOCH, no provenance
     (BuildKit's records the build's start and end). New layers are zstd-compressed: rewrite-timestamp compresses each
-    layer twice, and for the 2.7 GB venv layer on 2 cores (2026-12-02, Docker 26.1.5) gzip's export took 340 s and
-    its load 45 s, zstd's 134 s and 12 s, uncompressed 285 s and 36 s (a 2.66 GB archive; zstd's: 0.68 GB).
+    layer twice; README "Engines" has what it cost per compression on the venv layer (benchmarks/bench_export.py).
     Docker >= 23 and containerd >= 1.5 pull zstd layers."""
     return ["--build-arg", f"SOURCE_DATE_EPOCH={SOURCE_DATE_EPOCH}", "--provenance=false",
             "--output", f"type=oci,dest={archive},compression=zstd,rewrite-timestamp=true"]
