@@ -19,6 +19,7 @@ import shutil
 import sys
 import tarfile
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from packaging.version import Version
@@ -417,14 +418,32 @@ def find_by_key(cli, unit: str, key: str, name: str = "", on: str | None = None)
 
 @_boundary
 def last_inputs(cli, unit: str, variant: str, key: str) -> dict | None:
-    """The inputs of the newest other build of this unit (and variant) here: what changed since it was built."""
+    """The inputs of the other build of this unit (and variant) tagged here last: what changed since it was used.
+    Not the newest by Created: a reproducible build's is SOURCE_DATE_EPOCH, and BuildKit 0.8 dates a cache hit by
+    the build that first made its layers. The engine's LastTagTime is when this machine last built, found or pulled
+    it (every such image gets the plan's tag); Created only breaks ties."""
     found = cli.images.list(filters={"label": [f"{UNIT_LABEL}={unit}", f"{VARIANT_LABEL}={variant}"]})
     others = sorted((i for i in found if (i.labels or {}).get(KEY_LABEL) != key),
-                    key=lambda i: i.attrs.get("Created", ""), reverse=True)
+                    key=lambda i: (_when((i.attrs.get("Metadata") or {}).get("LastTagTime")),
+                                   _when(i.attrs.get("Created"))), reverse=True)
     for image in others:
         with contextlib.suppress(ValueError, TypeError):
             return dict(json.loads(image.labels.get(INPUTS_LABEL, "")))
     return None
+
+
+_EPOCH = datetime.min.replace(tzinfo=UTC)
+
+
+def _when(stamp: object) -> datetime:
+    """An engine's RFC 3339 time (nanoseconds, Z or an offset; Go's zero time when unset) as a datetime; the
+    earliest one for what does not parse."""
+    match = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)", str(stamp or ""))
+    if match is None:
+        return _EPOCH
+    whole, fraction, zone = match.groups()
+    micro = (fraction or "").ljust(6, "0")[:6]
+    return datetime.fromisoformat(f"{whole}.{micro}{'+00:00' if zone == 'Z' else zone}")
 
 
 @_boundary

@@ -74,13 +74,24 @@ def wrap(image: dict, platform: dict, statements: Iterable[dict]) -> tuple[dict,
 def read_archive(archive: Path) -> tuple[dict, dict]:
     """The one image descriptor of a single-image OCI archive's index.json, and its platform (from its config)."""
     with tarfile.open(archive) as tar:
-        manifests = _json(tar, "index.json").get("manifests") or []
-        if len(manifests) != 1 or manifests[0].get("mediaType") != MANIFEST:
-            raise BuildFailed(f"{archive.name} holds {len(manifests)} entries, not one image manifest.")
-        manifest = _json(tar, _blob(manifests[0]["digest"]))
+        image = _image(tar, archive.name)
+        manifest = _json(tar, _blob(image["digest"]))
         config = _json(tar, _blob(manifest["config"]["digest"]))
     platform = {k: config[k] for k in ("architecture", "os", "variant") if config.get(k)}
-    return manifests[0], platform
+    return image, platform
+
+
+def image_descriptor(archive: Path) -> dict:
+    """The one image descriptor of a single-image OCI archive's index.json (its digest: the image's)."""
+    with tarfile.open(archive) as tar:
+        return _image(tar, archive.name)
+
+
+def _image(tar: tarfile.TarFile, name: str) -> dict:
+    manifests = _json(tar, "index.json").get("manifests") or []
+    if len(manifests) != 1 or manifests[0].get("mediaType") != MANIFEST:
+        raise BuildFailed(f"{name} holds {len(manifests)} entries, not one image manifest.")
+    return manifests[0]
 
 
 def load(archive: Path, statements_for: Callable[[str], list[dict]], log: Path) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import tarfile
 import tempfile
 from collections.abc import Callable
 from dataclasses import replace
@@ -101,13 +100,7 @@ def _build_reproducible(spec: BuildSpec, options: Options, labels: tuple[tuple[s
 
 def archive_digest(archive: Path) -> str:
     """The manifest digest of a single-image OCI archive (its index.json)."""
-    with tarfile.open(archive) as tar:
-        member = tar.extractfile("index.json")
-        index = json.loads(member.read()) if member else {}
-    manifests = index.get("manifests") or []
-    if len(manifests) != 1:
-        raise BuildFailed(f"{archive.name} holds {len(manifests)} manifests, not one image.")
-    return manifests[0]["digest"]
+    return attest.image_descriptor(archive)["digest"]
 
 
 def _run_build(spec: BuildSpec, argv: list[str], log: Path, show: bool) -> None:

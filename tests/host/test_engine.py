@@ -4,6 +4,7 @@ exit code), containers removed in `finally`, and run specs handed to the SDK as 
 from __future__ import annotations
 
 import io
+import json
 import tarfile
 
 import pytest
@@ -320,3 +321,57 @@ def test_missing_content_where_the_registry_is_gone_is_the_push_error(monkeypatc
     cli.images.get_registry_data = gone
     with pytest.raises(StepFailed, match=r"^push of 127.0.0.1:5000/b:t1 failed: missing content"):
         engine.push(cli, "127.0.0.1:5000/b:t1")
+
+
+# ---- what changed since the last build: the image tagged here last, not the newest by Created ------------------
+
+class FakeImage:
+    def __init__(self, key: str, inputs: dict | str, created: str, tagged: str | None):
+        self.labels = {engine.KEY_LABEL: key, engine.INPUTS_LABEL: inputs if isinstance(inputs, str) else json.dumps(inputs)}
+        self.attrs = {"Created": created, **({"Metadata": {"LastTagTime": tagged}} if tagged is not None else {})}
+
+
+class FakeImages:
+    def __init__(self, images: list[FakeImage]):
+        self.images, self.filters = images, None
+
+    def list(self, filters: dict) -> list[FakeImage]:
+        self.filters = filters
+        return self.images
+
+
+def last_inputs(*images: FakeImage):
+    cli = type("Cli", (), {})()
+    cli.images = FakeImages(list(images))
+    return engine.last_inputs(cli, "atom", "", "K-now"), cli.images.filters
+
+
+REPRODUCIBLE = "1980-01-01T00:00:00Z"
+
+
+@pytest.mark.parametrize("images,expected", [
+    # reproducible builds all carry SOURCE_DATE_EPOCH: the one tagged here last wins, whatever the list order
+    ([FakeImage("K1", {"ATOM_REF": "a1"}, REPRODUCIBLE, "2026-12-02T05:07:48.7Z"),
+      FakeImage("K2", {"ATOM_REF": "a2"}, REPRODUCIBLE, "2026-12-02T05:07:48.786267096Z")], "a2"),
+    # a BuildKit 0.8 cache hit keeps its first build's Created, older than what was built here before it
+    ([FakeImage("K1", {"ATOM_REF": "a1"}, "2026-12-02T04:00:00Z", "2026-12-02T04:30:00Z"),
+      FakeImage("K2", {"ATOM_REF": "a2"}, "2026-12-01T10:00:00Z", "2026-12-02T05:00:00Z")], "a2"),
+    # times in another zone compare as times (11:00+07:00 is 04:00Z), not as text
+    ([FakeImage("K2", {"ATOM_REF": "a2"}, REPRODUCIBLE, "2026-12-02T11:00:00+07:00"),
+      FakeImage("K1", {"ATOM_REF": "a1"}, REPRODUCIBLE, "2026-12-02T04:30:00Z")], "a1"),
+    # never tagged (Go's zero time, or none): Created decides; the image of the current key is never "the last"
+    ([FakeImage("K-now", {"ATOM_REF": "now"}, "2026-12-03T00:00:00Z", "2026-12-03T00:00:00Z"),
+      FakeImage("K1", {"ATOM_REF": "a1"}, "2026-12-01T00:00:00Z", "0001-01-01T00:00:00Z"),
+      FakeImage("K2", {"ATOM_REF": "a2"}, "2026-12-02T00:00:00Z", None)], "a2"),
+    # unreadable inputs are skipped, not fatal
+    ([FakeImage("K2", "not json", REPRODUCIBLE, "2026-12-02T06:00:00Z"),
+      FakeImage("K1", {"ATOM_REF": "a1"}, REPRODUCIBLE, "2026-12-02T05:00:00Z")], "a1"),
+])
+def test_last_inputs_come_from_the_other_build_tagged_here_last(images, expected):
+    found, filters = last_inputs(*images)
+    assert found == {"ATOM_REF": expected}
+    assert filters == {"label": [f"{engine.UNIT_LABEL}=atom", f"{engine.VARIANT_LABEL}="]}
+
+
+def test_no_other_build_means_no_last_inputs():
+    assert last_inputs(FakeImage("K-now", {"ATOM_REF": "now"}, REPRODUCIBLE, None))[0] is None

@@ -58,7 +58,7 @@ def test_archive_digest_refuses_an_index_of_several_images(tmp_path):
     entry = {"digest": "sha256:" + "0" * 64}
     with pytest.raises(BuildFailed) as info:
         buildx.archive_digest(_archive(tmp_path / "a.tar", [entry, entry]))
-    assert "holds 2 manifests" in str(info.value)
+    assert "holds 2 entries, not one image manifest" in str(info.value)
 
 
 def test_diff_files_names_the_first_path_and_the_fields_that_differ():
