@@ -5,7 +5,8 @@
 Builds one unit of gfx950 CK-free (default: venv, the 2.7 GB layer) with --no-cache to an OCI archive with
 SOURCE_DATE_EPOCH and rewrite-timestamp=true, once per compression, then `docker load`s it: build and load
 seconds, archive bytes, manifest digest. Needs Docker >= 26 with the containerd image store and the unit's
-FROM images present (a build of the offline profile first).
+FROM images present (a build of the offline profile first). Builds now export into an OCI layout
+(cleanbuild.build.ocilayout); this script keeps the archive it measured, which holds the layer as a layout does.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 
@@ -40,9 +42,15 @@ def measure(argv: list[str], compression: str) -> dict:
     start = time.monotonic()
     subprocess.run(["docker", "load", "-i", str(archive)], capture_output=True, check=True)  # noqa: S603,S607
     result = {"compression": compression, "build_s": round(build_s, 1), "load_s": round(time.monotonic() - start, 1),
-              "archive_bytes": archive.stat().st_size, "digest": buildx.archive_digest(archive)}
+              "archive_bytes": archive.stat().st_size, "digest": manifest_digest(archive)}
     archive.unlink()
     return result
+
+
+def manifest_digest(archive: Path) -> str:
+    with tarfile.open(archive) as tar:
+        member = tar.extractfile("index.json")
+        return json.loads(member.read())["manifests"][0]["digest"] if member else ""
 
 
 def main() -> int:

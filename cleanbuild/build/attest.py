@@ -5,22 +5,16 @@ in-toto statements, one per predicate (here the CycloneDX SBOM and the SLSA prov
 
 The statements are a function of the build's inputs, so the index digest is as reproducible as the image's: the
 containerd image store names the loaded image by it, `docker push` sends it as it is, and registries and
-`docker buildx imagetools inspect` show the attestations next to the image. The archive is streamed into
-`docker load` with the new index and blobs in place of the old index.json: nothing of its gigabytes is copied.
+`docker buildx imagetools inspect` show the attestations next to the image. cleanbuild.build.ocilayout gives the
+new index and blobs to `docker load` with the image's own.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import subprocess
-import tarfile
-from collections.abc import Callable, Iterable
-from pathlib import Path
-from typing import IO
-
-from ..errors import BuildFailed
+from collections.abc import Iterable
 
 INDEX = "application/vnd.oci.image.index.v1+json"
 MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -69,86 +63,6 @@ def wrap(image: dict, platform: dict, statements: Iterable[dict]) -> tuple[dict,
     index = add(INDEX, {"schemaVersion": 2, "mediaType": INDEX, "manifests": [{**bare, "platform": platform}, attestation]},
                 **({"annotations": image["annotations"]} if image.get("annotations") else {}))
     return index, blobs
-
-
-def read_archive(archive: Path) -> tuple[dict, dict]:
-    """The one image descriptor of a single-image OCI archive's index.json, and its platform (from its config)."""
-    with tarfile.open(archive) as tar:
-        image = _image(tar, archive.name)
-        manifest = _json(tar, _blob(image["digest"]))
-        config = _json(tar, _blob(manifest["config"]["digest"]))
-    platform = {k: config[k] for k in ("architecture", "os", "variant") if config.get(k)}
-    return image, platform
-
-
-def image_descriptor(archive: Path) -> dict:
-    """The one image descriptor of a single-image OCI archive's index.json (its digest: the image's)."""
-    with tarfile.open(archive) as tar:
-        return _image(tar, archive.name)
-
-
-def _image(tar: tarfile.TarFile, name: str) -> dict:
-    manifests = _json(tar, "index.json").get("manifests") or []
-    if len(manifests) != 1 or manifests[0].get("mediaType") != MANIFEST:
-        raise BuildFailed(f"{name} holds {len(manifests)} entries, not one image manifest.")
-    return manifests[0]
-
-
-def load(archive: Path, statements_for: Callable[[str], list[dict]], log: Path) -> str:
-    """docker load the archive with statements_for(image manifest digest) attached; returns the index digest."""
-    with log.open("wb") as out:
-        proc = subprocess.Popen(["docker", "load"], stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT)  # noqa: S603,S607
-        digest = ""
-        try:
-            assert proc.stdin is not None
-            with proc.stdin:
-                digest = write(archive, statements_for, proc.stdin)
-        except BrokenPipeError:
-            pass  # docker load stopped reading: its exit code and log say why
-        finally:
-            code = proc.wait()
-    if code != 0 or not digest:
-        raise BuildFailed(f"docker load of {archive.name} with its attestations failed (exit {code}); log {log}")
-    return digest
-
-
-def write(archive: Path, statements_for: Callable[[str], list[dict]], out: IO[bytes]) -> str:
-    """The archive as a tar stream into out, with statements_for(image manifest digest) attached: every member but
-    index.json as it is, then the new blobs and index.json. Returns the new image index's digest."""
-    image, platform = read_archive(archive)
-    index, blobs = wrap(image, platform, statements_for(image["digest"]))
-    with tarfile.open(fileobj=out, mode="w|") as dest:
-        _copy(archive, dest)
-        for digest, data in sorted(blobs.items()):
-            _add(dest, _blob(digest), data)
-        _add(dest, "index.json", canonical({"schemaVersion": 2, "mediaType": INDEX, "manifests": [index]}))
-    return index["digest"]
-
-
-def _copy(archive: Path, dest: tarfile.TarFile) -> None:
-    with tarfile.open(archive, mode="r|") as src:
-        for member in src:
-            if member.name == "index.json":
-                continue
-            dest.addfile(member, src.extractfile(member) if member.isfile() else None)
-
-
-def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
-    info = tarfile.TarInfo(name)
-    info.size, info.mode = len(data), 0o644
-    tar.addfile(info, io.BytesIO(data))
-
-
-def _blob(digest: str) -> str:
-    algorithm, _, hexdigest = digest.partition(":")
-    return f"blobs/{algorithm}/{hexdigest}"
-
-
-def _json(tar: tarfile.TarFile, name: str) -> dict:
-    member = tar.extractfile(name)
-    if member is None:
-        raise BuildFailed(f"the OCI archive has no {name}.")
-    return json.loads(member.read())
 
 
 def attestations(index: dict, blob) -> dict[str, dict]:

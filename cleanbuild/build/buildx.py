@@ -4,9 +4,10 @@ Two paths, chosen by what the engine can do (cleanbuild.engine.reproducible_buil
 - `--load`: the image ID comes back through --iidfile (Docker 20.10's BuildKit 0.8, the classic image store:
   every build stamps its own times, so the same inputs give another ID);
 - reproducible (Docker >= 26 with the containerd image store): SOURCE_DATE_EPOCH and
-  `--output type=oci,rewrite-timestamp=true` into an archive, which `docker load` stores as it is. The same inputs
-  give the same manifest digest, here and in a registry (`docker push` sends those very bytes). The image
-  exporter (`type=image`) refuses rewrite-timestamp with the containerd store ("conflicts with unpack").
+  `--output type=oci,tar=false,rewrite-timestamp=true` into an OCI layout (cleanbuild.build.ocilayout), whose new
+  part `docker load` stores as it is. The same inputs give the same manifest digest, here and in a registry
+  (`docker push` sends those very bytes). The image exporter (`type=image`) refuses rewrite-timestamp with the
+  containerd store ("conflicts with unpack").
 """
 
 from __future__ import annotations
@@ -15,17 +16,16 @@ import hashlib
 import json
 import shutil
 import tempfile
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 from ..errors import BuildFailed, StepFailed, UsageError
 from ..run import quote, run, run_logged
 from ..spec import BuildSpec, Options, cache_flags
-from . import attest
+from . import ocilayout
 from .dockerfile import declared_args
 
-Attestations = Callable[[str], list[dict]]  # image manifest digest -> in-toto statements about it
+Attestations = ocilayout.Statements  # image manifest digest -> in-toto statements about it
 
 # Every file a build writes and the image config carry this time: 1980-01-01, the earliest a zip (a wheel) holds.
 SOURCE_DATE_EPOCH = 315532800
@@ -63,44 +63,37 @@ def check_build_args(spec: BuildSpec) -> None:
                          "To fix, remove them from the profile or declare them with ARG in the Dockerfile.")
 
 
-def reproducible_flags(archive: Path) -> list[str]:
+def reproducible_flags(layout: Path, metadata: Path) -> list[str]:
     """What makes a build's bytes a function of its inputs: every time set to SOURCE_DATE_EPOCH, no provenance
-    (BuildKit's records the build's start and end). New layers are zstd-compressed: rewrite-timestamp compresses each
-    layer twice; README "Engines" has what it cost per compression on the venv layer (benchmarks/bench_export.py).
-    Docker >= 23 and containerd >= 1.5 pull zstd layers."""
+    (BuildKit's records the build's start and end); the image goes into the OCI layout (cleanbuild.build.ocilayout).
+    New layers are zstd-compressed: rewrite-timestamp compresses each layer twice; README "Engines" has what it cost
+    per compression on the venv layer (benchmarks/bench_export.py). Docker >= 23 and containerd >= 1.5 pull zstd."""
     return ["--build-arg", f"SOURCE_DATE_EPOCH={SOURCE_DATE_EPOCH}", "--provenance=false",
-            "--output", f"type=oci,dest={archive},compression=zstd,rewrite-timestamp=true"]
+            *ocilayout.flags(layout, metadata)]
 
 
 def _build_reproducible(spec: BuildSpec, options: Options, labels: tuple[tuple[str, str], ...],
                         cache: tuple[str, ...], show: bool, attestations: Attestations | None) -> str:
-    """Build to an OCI archive (named by -t), load it, and return its manifest digest (or, with attestations, its
-    index digest): the ID the containerd store gives it. The archive is removed either way."""
-    archive = options.run_dir / f"{spec.step}.oci.tar"
+    """Build into the OCI layout, load what is new of it, and return its manifest digest (or, with attestations,
+    its index digest): the ID the containerd store gives it."""
+    layout = ocilayout.folder(options.cache_dir)
+    layout.mkdir(parents=True, exist_ok=True)
+    ocilayout.prune(layout)
+    metadata = options.run_dir / f"{spec.step}.metadata.json"
+    metadata.unlink(missing_ok=True)
     argv = spec.argv(builder=options.builder, progress=options.progress, ca_bundle=options.ca_bundle,
                      labels=labels, load=False, cache=cache)
     at = argv.index("-t")
+    before = ocilayout.blobs(layout)
     log = options.run_dir / f"{spec.step}.log"
-    try:
-        _run_build(spec, [*argv[:at], *reproducible_flags(archive), *argv[at:]], log, show)
-        load_log = options.run_dir / f"{spec.step}.load.log"
-        if attestations is not None:
-            digest = attest.load(archive, attestations, load_log)
-        else:
-            digest = archive_digest(archive)
-            _run_build(spec, ["docker", "load", "-i", str(archive)], load_log, show)
-    finally:
-        archive.unlink(missing_ok=True)
+    _run_build(spec, [*argv[:at], *reproducible_flags(layout, metadata), *argv[at:]], log, show)
+    digest = ocilayout.load(ocilayout.exported(layout, metadata, before), attestations,
+                            options.run_dir / f"{spec.step}.load.log")
     loaded = run(["docker", "image", "inspect", "--format", "{{.Id}}", spec.image], capture=True, echo=False).stdout.strip()
     if loaded != digest:
-        raise BuildFailed(f"{spec.image} was loaded as {loaded}, not as its archive's manifest {digest}. To fix, "
+        raise BuildFailed(f"{spec.image} was loaded as {loaded}, not as its exported manifest {digest}. To fix, "
                           "enable the containerd image store (features.containerd-snapshotter in daemon.json).")
     return digest
-
-
-def archive_digest(archive: Path) -> str:
-    """The manifest digest of a single-image OCI archive (its index.json)."""
-    return attest.image_descriptor(archive)["digest"]
 
 
 def _run_build(spec: BuildSpec, argv: list[str], log: Path, show: bool) -> None:

@@ -1,5 +1,5 @@
-"""The reproducible build path without an engine: which engines take it, the flags it adds, the archive's digest,
-and how two layers' files are compared (cleanbuild.engine, buildx, reproduce)."""
+"""The reproducible build path without an engine: which engines take it, the flags it adds, and how two layers'
+files are compared (cleanbuild.engine, buildx, reproduce; the OCI layout it exports into: test_ocilayout.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ import zstandard
 
 from cleanbuild.build import buildx, reproduce
 from cleanbuild.engine import reproducible_builds
-from cleanbuild.errors import BuildFailed
 
 
 @pytest.mark.parametrize(("version", "store", "builder", "expected"), [
@@ -30,35 +29,11 @@ def test_reproducible_builds_only_on_docker_26_with_the_containerd_store(version
     assert reproducible_builds(version, store, builder) is expected
 
 
-def test_reproducible_flags_set_the_epoch_and_rewrite_every_timestamp(tmp_path):
-    flags = buildx.reproducible_flags(tmp_path / "x.tar")
+def test_reproducible_flags_set_the_epoch_and_rewrite_every_timestamp_into_the_layout(tmp_path):
+    flags = buildx.reproducible_flags(tmp_path / "oci", tmp_path / "m.json")
     assert flags == ["--build-arg", f"SOURCE_DATE_EPOCH={buildx.SOURCE_DATE_EPOCH}", "--provenance=false",
-                     "--output", f"type=oci,dest={tmp_path / 'x.tar'},compression=zstd,rewrite-timestamp=true"]
-
-
-def _archive(path: Path, manifests: list[dict]) -> Path:
-    data = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
-                       "manifests": manifests}).encode()
-    with tarfile.open(path, "w") as tar:
-        info = tarfile.TarInfo("index.json")
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
-    return path
-
-
-def test_archive_digest_is_the_one_manifest_of_the_index(tmp_path):
-    # The index BuildKit's OCI exporter wrote in the measured build (tests/integration proves it on real builds).
-    manifest = {"mediaType": "application/vnd.oci.image.manifest.v1+json", "size": 561,
-                "digest": "sha256:892d20479a1f822c75eb74f95b3485cccad6ef2d22d17870909c0c24b0ae8d30",
-                "platform": {"architecture": "amd64", "os": "linux"}}
-    assert buildx.archive_digest(_archive(tmp_path / "a.tar", [manifest])) == manifest["digest"]
-
-
-def test_archive_digest_refuses_an_index_of_several_images(tmp_path):
-    entry = {"digest": "sha256:" + "0" * 64}
-    with pytest.raises(BuildFailed) as info:
-        buildx.archive_digest(_archive(tmp_path / "a.tar", [entry, entry]))
-    assert "holds 2 entries, not one image manifest" in str(info.value)
+                     "--metadata-file", str(tmp_path / "m.json"), "--output",
+                     f"type=oci,dest={tmp_path / 'oci'},tar=false,compression=zstd,rewrite-timestamp=true"]
 
 
 def test_diff_files_names_the_first_path_and_the_fields_that_differ():

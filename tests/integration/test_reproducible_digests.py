@@ -1,11 +1,16 @@
-"""Same inputs, same digest, on an engine that can give it (Docker >= 26 with the containerd image store): two
-cold builds of gfx950 CK-free (the BuildKit cache pruned before each, every unit built again, the first build's
-names dropped in between) give the same digest for every unit, here and in the registry, and the same closure
-(wheels manifests, installed files, RECORD hashes). When they do not, the comparisons (cleanbuild.build.reproduce:
-the first differing layer and file) are the failure message; both are written to reports/reproducibility/. Both
-builds use the same names: the clean image's labels name the wheels image. The pushed candidate carries its SBOM
-and provenance as attestations. `invoke verify` rebuilds an image from its labels: the same digest
-for the image as built, the first differing layer and file for one changed after the build.
+"""Same inputs, same digest, on an engine that can give it (Docker >= 26 with the containerd image store).
+
+The session's gfx950 CK-free build (tests/support/builds.py: on a fresh engine, a cold build) is built again from a
+pruned BuildKit cache by `invoke verify` of its candidate: every unit built again from the labels, under the same
+names (the clean image's labels name the wheels image). Every unit must come out with the same digest, and the
+same closure (wheels manifests, installed files, RECORD hashes); when they do not, the comparisons
+(cleanbuild.build.reproduce: the first differing layer and file) are the failure message, and both are written to
+reports/reproducibility/. Pushed, the wheels, clean and candidate images keep their digests, and the candidate
+carries its SBOM and provenance as attestations. `invoke verify` of an image changed after the build names the
+first differing layer and file.
+
+One cold rebuild serves the digest comparison and verify's "same digest" case: a second cold build of its own
+cost the integration tier about 10 minutes (README "Engines").
 
 Docker 20.10 is not tested: its BuildKit 0.8 stamps build times into every image (verify refuses there, exit 3)
 and, measured 2026-12-01, panics in its image puller (cache.setImageRefMetadata, nil ref in GetByBlob) when a build
@@ -16,21 +21,20 @@ from __future__ import annotations
 import json
 import subprocess
 import uuid
-from dataclasses import replace
 
 import pytest
 
 from cleanbuild import engine
-from cleanbuild.build import attest, pipeline, reproduce, sbom, verify
-from cleanbuild.build.plan import Plan, make_plan
+from cleanbuild.build import attest, reproduce, sbom, verify
+from cleanbuild.build.plan import Plan
 from cleanbuild.errors import StepFailed
+from cleanbuild.refs import split_image
 from cleanbuild.settings import resolve
 from tests.integration.test_registry import registry, registry_blob, registry_digest  # noqa: F401 - the registry fixture
-from tests.support.builds import REPO, VARIANTS, offline_plan
+from tests.support.builds import REPO, VARIANTS
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 MEASURED = ("wheels", "clean", "candidate")
-STEPS = ("preflight", "prepare", "wheels", "clean", "patch")
 
 
 @pytest.fixture(scope="module")
@@ -42,51 +46,71 @@ def reproducible_engine(docker_engine):
     return docker_engine
 
 
-def cold_build(cli, plan: Plan) -> dict[str, str]:
-    """Every unit of the plan built again from a pruned BuildKit cache; {unit: image ID}."""
-    subprocess.run(["docker", "builder", "prune", "-af"], check=True, capture_output=True)  # noqa: S603,S607
-    rec = pipeline.run(plan, cli, STEPS, rebuild=True, failed_report=False)
-    return {u.name: u.image_id for u in rec.units}
-
-
-def test_two_cold_builds_give_the_same_digests_and_closure_here_and_in_the_registry(reproducible_engine,
-                                                                                    registry):  # noqa: F811
+@pytest.fixture(scope="module")
+def cold_rebuild(reproducible_engine, offline_builds):
+    """(plan, first, second, verify's result): the session's gfx950 CK-free images ({unit: image ID}), and each
+    unit's image after `invoke verify` rebuilt the candidate from a pruned BuildKit cache. The first images are
+    held under names of their own meanwhile (the containerd store drops an image that loses its last name); the
+    session's names point at them again afterwards."""
     cli = reproducible_engine
-    base = offline_plan(VARIANTS[0], run_id="digests")
-    # Both builds under the same names of their own (the clean image's labels name the wheels image), pushed;
-    # no registry cache: cold. The first build's names are dropped before the second.
-    plan = make_plan(base.profile, replace(base.options, registry=f"{registry}/digests-{uuid.uuid4().hex[:8]}", cache="none"))
+    built = offline_builds[VARIANTS[0].name]
+    plan = built.plan
+    first = {u.name: u.image_id for u in built.record.units}
+    held = [engine.tag(cli, first[u.name], split_image(u.image)[0], f"first-{u.name}") for u in plan.units]
+    subprocess.run(["docker", "builder", "prune", "-af"], check=True, capture_output=True)  # noqa: S603,S607
     try:
-        first = cold_build(cli, plan)
-        for unit in plan.units:
-            engine.untag(cli, unit.image)
-        second = cold_build(cli, plan)
-        for name, image_id in first.items():  # a first image the second did not match: back from the registry
-            if image_id != second.get(name):
-                engine.pull(cli, f"{plan.unit(name).image.rsplit(':', 1)[0]}@{image_id}")
-        result = reproduce.compare_digests(cli, first, second)
-        closure = reproduce.compare(cli, (first["wheels"], second["wheels"]), (first["clean"], second["clean"]))
-        out = REPO / "reports" / "reproducibility"
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "digests-offline-gfx950-ckfree.json").write_text(json.dumps(result, indent=2) + "\n")
-        (out / "offline-gfx950-ckfree.json").write_text(json.dumps(closure, indent=2) + "\n")
-        assert result["identical"], json.dumps(result["differing"])
-        assert closure["manifests_identical"] and closure["files_identical"], closure["records_differing"]
-        assert closure["records_identical"] and closure["distributions"] > 50 and closure["files"] > 1000
-        for name in MEASURED:
-            image = plan.unit(name).image
-            repo, _, tag = image.removeprefix(f"{registry}/").rpartition(":")
-            assert registry_digest(registry, repo, tag) == second[name], f"{image}: the registry holds another digest"
-        check_attestations(registry, plan, second["candidate"])
+        result = verify.verify(cli, plan.patch.image, resolve({}, {}))
+        second = {u.name: str(engine.image_id(cli, u.image)) for u in plan.units}
+        yield plan, first, second, result
     finally:
         for unit in plan.units:
-            engine.untag(cli, unit.image)
+            engine.tag(cli, first[unit.name], *split_image(unit.image))
+        for ref in held:
+            engine.untag(cli, ref)
 
 
-def check_attestations(at: str, plan: Plan, digest: str) -> None:
-    """The pushed candidate is an index of the image and its attestations: the SBOM names aiter's and ATOM's full
-    commits, the provenance the pins and the lock digest; `invoke audit`'s reader lists both."""
-    repo = plan.patch.image.removeprefix(f"{at}/").rpartition(":")[0]
+def test_a_cold_rebuild_gives_the_same_digests_and_closure(reproducible_engine, cold_rebuild):
+    cli = reproducible_engine
+    plan, first, second, _ = cold_rebuild
+    result = reproduce.compare_digests(cli, first, second)
+    closure = reproduce.compare(cli, (first["wheels"], second["wheels"]), (first["clean"], second["clean"]))
+    out = REPO / "reports" / "reproducibility"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "digests-offline-gfx950-ckfree.json").write_text(json.dumps(result, indent=2) + "\n")
+    (out / "offline-gfx950-ckfree.json").write_text(json.dumps(closure, indent=2) + "\n")
+    assert sorted(first) == sorted(u.name for u in plan.units) and len(first) > 8
+    assert result["identical"], json.dumps(result["differing"])
+    assert closure["manifests_identical"] and closure["files_identical"], closure["records_differing"]
+    assert closure["records_identical"] and closure["distributions"] > 50 and closure["files"] > 1000
+
+
+def test_verify_rebuilds_an_image_from_its_labels_with_the_same_digest(cold_rebuild):
+    plan, first, _, result = cold_rebuild
+    assert (result["identical"], result["image"], result["rebuilt"]) == (True, first["candidate"], first["candidate"])
+
+
+def test_pushed_images_keep_their_digests_and_the_candidate_its_attestations(reproducible_engine, cold_rebuild,
+                                                                              registry):  # noqa: F811
+    cli = reproducible_engine
+    plan, _, second, _ = cold_rebuild
+    at = f"{registry}/digests-{uuid.uuid4().hex[:8]}"
+    pushed = []
+    try:
+        for name in MEASURED:
+            repo, tag = split_image(plan.unit(name).image)
+            pushed.append(engine.tag(cli, second[name], f"{at}/{repo.rsplit('/', 1)[-1]}", tag))
+            engine.push(cli, pushed[-1])
+            registry_repo, _, registry_tag = pushed[-1].removeprefix(f"{registry}/").rpartition(":")
+            assert registry_digest(registry, registry_repo, registry_tag) == second[name], f"{pushed[-1]}: another digest"
+        check_attestations(registry, plan, pushed[-1].removeprefix(f"{registry}/").rpartition(":")[0], second["candidate"])
+    finally:
+        for ref in pushed:
+            engine.untag(cli, ref)
+
+
+def check_attestations(at: str, plan: Plan, repo: str, digest: str) -> None:
+    """The candidate pushed to at/repo is an index of the image and its attestations: the SBOM names aiter's and
+    ATOM's full commits, the provenance the pins and the lock digest; `invoke audit`'s reader lists both."""
     index = json.loads(registry_blob(at, repo, digest, manifest=True))
     manifests = {m["digest"] for m in index["manifests"]}
     found = attest.attestations(index, lambda d: registry_blob(at, repo, d, manifest=d in manifests))
@@ -100,27 +124,10 @@ def check_attestations(at: str, plan: Plan, digest: str) -> None:
     assert attest.in_registry(f"{at}/{repo}@{digest}") == sorted([sbom.SBOM, sbom.PROVENANCE])
 
 
-@pytest.fixture(scope="module")
-def verified_build(reproducible_engine):
-    """gfx950 CK-free built once under names of its own (local, no registry): what invoke verify is given."""
-    base = offline_plan(VARIANTS[0], run_id="verify")
-    plan = make_plan(base.profile, replace(base.options, registry=f"atom-build/verify-{uuid.uuid4().hex[:8]}"))
-    pipeline.run(plan, reproducible_engine, ("preflight", "prepare", "wheels", "clean", "patch"), failed_report=False)
-    yield plan
-    for unit in plan.units:
-        engine.untag(reproducible_engine, unit.image)
-
-
-def test_verify_rebuilds_an_image_from_its_labels_with_the_same_digest(reproducible_engine, verified_build):
-    ref = verified_build.patch.image
-    result = verify.verify(reproducible_engine, ref, resolve({}, {}))
-    assert (result["identical"], result["rebuilt"]) == (True, engine.image_id(reproducible_engine, ref))
-
-
-def test_verify_names_the_layer_and_file_of_an_image_changed_after_the_build(reproducible_engine, verified_build,
+def test_verify_names_the_layer_and_file_of_an_image_changed_after_the_build(reproducible_engine, cold_rebuild,
                                                                               tmp_path):
     """A layer added on top (FROM keeps every label): the rebuild has one layer less, and the report names it."""
-    ref = verified_build.patch.image
+    ref = cold_rebuild[0].patch.image
     (tmp_path / "Dockerfile").write_text(f"FROM {ref}\nRUN echo changed > /opt/atom-build/extra.txt\n")
     changed = f"{ref.rsplit(':', 1)[0]}:changed-after-build"
     subprocess.run(["docker", "buildx", "build", "--load", "--network", "host", "-t", changed, str(tmp_path)],  # noqa: S603,S607
