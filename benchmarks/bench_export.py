@@ -1,9 +1,9 @@
 """The reproducible export's cost per layer compression (numbers, not assertions: not a test).
 
-    DOCKER_HOST=unix:///run/d26.sock python benchmarks/bench_export.py [UNIT] [gzip zstd uncompressed ...]
+    DOCKER_HOST=unix:///run/d26.sock python benchmarks/bench_export.py [UNIT] [gzip zstd zstd-1 uncompressed ...]
 
 Builds one unit of gfx950 CK-free (default: venv, the 2.7 GB layer) with --no-cache to an OCI archive with
-SOURCE_DATE_EPOCH and rewrite-timestamp=true, once per compression, then `docker load`s it: build and load
+SOURCE_DATE_EPOCH and rewrite-timestamp=true, once per compression (KIND-LEVEL: that compression-level), then `docker load`s it: build and load
 seconds, archive bytes, manifest digest. Needs Docker >= 26 with the containerd image store and the unit's
 FROM images present (a build of the offline profile first). Builds now export into an OCI layout
 (cleanbuild.build.ocilayout); this script keeps the archive it measured, which holds the layer as a layout does.
@@ -29,8 +29,11 @@ from tests.support.builds import VARIANTS, offline_plan  # noqa: E402
 def measure(argv: list[str], compression: str) -> dict:
     archive = Path(f"/tmp/bench-export-{compression}.tar")
     out = f"type=oci,dest={archive},rewrite-timestamp=true"
-    if compression != "gzip":
-        out += f",compression={compression},force-compression=true"
+    kind, _, level = compression.partition("-")  # zstd-1: zstd at compression-level 1
+    if kind != "gzip":
+        out += f",compression={kind},force-compression=true"
+    if level:
+        out += f",compression-level={level}"
     at = argv.index("-t")
     cmd = [*argv[:at], "--no-cache", "--build-arg", f"SOURCE_DATE_EPOCH={buildx.SOURCE_DATE_EPOCH}",
            "--provenance=false", "--output", out, *argv[at:]]

@@ -8,8 +8,6 @@ export SOURCE_DATE_EPOCH=315532800
 venv=$1
 if ! python3 -m venv "$venv" 2>/dev/null; then
   rm -rf "$venv"
-  apt-get ${APT_CA_OPT:-} update
-  DEBIAN_FRONTEND=noninteractive apt-get ${APT_CA_OPT:-} install -y --no-install-recommends python3-venv
-  rm -rf /var/lib/apt/lists/*
+  sh "$(dirname "$0")/apt-install.sh" python3-venv
   python3 -m venv "$venv"
 fi

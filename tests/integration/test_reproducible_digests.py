@@ -25,7 +25,7 @@ import uuid
 import pytest
 
 from cleanbuild import engine
-from cleanbuild.build import attest, reproduce, sbom, verify
+from cleanbuild.build import attest, pipeline, reproduce, sbom, verify
 from cleanbuild.build.plan import Plan
 from cleanbuild.errors import StepFailed
 from cleanbuild.refs import split_image
@@ -53,9 +53,11 @@ def cold_rebuild(reproducible_engine, offline_builds):
     held under names of their own meanwhile (the containerd store drops an image that loses its last name); the
     session's names point at them again afterwards."""
     cli = reproducible_engine
-    built = offline_builds[VARIANTS[0].name]
-    plan = built.plan
-    first = {u.name: u.image_id for u in built.record.units}
+    plan = offline_builds[VARIANTS[0].name].plan
+    # The session's images, as they are now: an earlier test may have removed one (a fresh node's bump drops the
+    # atom it did not pull), which this builds again.
+    rec = pipeline.run(plan, cli, verify.STEPS, failed_report=False)
+    first = {u.name: u.image_id for u in rec.units}
     held = [engine.tag(cli, first[u.name], split_image(u.image)[0], f"first-{u.name}") for u in plan.units]
     subprocess.run(["docker", "builder", "prune", "-af"], check=True, capture_output=True)  # noqa: S603,S607
     try:
@@ -115,7 +117,7 @@ def check_attestations(at: str, plan: Plan, repo: str, digest: str) -> None:
     manifests = {m["digest"] for m in index["manifests"]}
     found = attest.attestations(index, lambda d: registry_blob(at, repo, d, manifest=d in manifests))
     bom, prov = found[sbom.SBOM]["predicate"], found[sbom.PROVENANCE]["predicate"]
-    commits = {p["name"]: p["value"] for c in bom["components"] for p in c.get("properties", [])
+    commits = {c["name"]: p["value"] for c in bom["components"] for p in c.get("properties", [])
                if p["name"] == "io.atom-build:commit" and c["name"] in ("amd-aiter", "atom")}
     pins = {c.name: c.ref() for c in plan.profile.components}
     assert sorted(commits) == ["amd-aiter", "atom"]
