@@ -104,7 +104,7 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 def layer_files(saved: Path, index: int) -> dict[str, tuple]:
     """{path: (sha256 of content or link target, mode, uid, gid, mtime)} of layer `index` of a `docker save` tar.
-    A layer is a tar, plain, gzip or (the reproducible export's, cleanbuild.build.buildx) zstd: the containerd store
+    A layer is a tar, plain, gzip or (the reproducible export's, cleanbuild.build.ocilayout) zstd: the containerd store
     saves each blob as it holds it."""
     with tarfile.open(saved) as outer:
         manifest = json.loads(_read(outer, "manifest.json"))
