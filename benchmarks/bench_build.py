@@ -47,8 +47,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from cleanbuild import commands, engine  # noqa: E402
-from cleanbuild.build import pipeline  # noqa: E402
-from cleanbuild.build.plan import make_plan  # noqa: E402
+from cleanbuild.images import pipeline  # noqa: E402
+from cleanbuild.images.plan import make_plan  # noqa: E402
 from tests.support.builds import (  # noqa: E402
     AITER_BUMP,
     ATOM_BUMP,

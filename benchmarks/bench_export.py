@@ -6,7 +6,7 @@ Builds one unit of gfx950 CK-free (default: venv, the 2.7 GB layer) with --no-ca
 SOURCE_DATE_EPOCH and rewrite-timestamp=true, once per compression (KIND-LEVEL: that compression-level), then `docker load`s it: build and load
 seconds, archive bytes, manifest digest. Needs Docker >= 26 with the containerd image store and the unit's
 FROM images present (a build of the offline profile first). Builds now export into an OCI layout
-(cleanbuild.build.ocilayout); this script keeps the archive it measured, which holds the layer as a layout does.
+(cleanbuild.images.ocilayout); this script keeps the archive it measured, which holds the layer as a layout does.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from cleanbuild.build import buildx  # noqa: E402
-from cleanbuild.build.plan import build_spec  # noqa: E402
+from cleanbuild.images import buildx  # noqa: E402
+from cleanbuild.images.plan import build_spec  # noqa: E402
 from tests.support.builds import VARIANTS, offline_plan  # noqa: E402
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import engine
-from .build import attest, sbom
+from .images import attest, sbom
 from .errors import EnvironmentProblem, StepFailed, UsageError
 from .gpuhost.arch import Arch
 from .settings import new_run_id
@@ -310,7 +310,7 @@ def pushed_attestations(attrs: dict) -> tuple[str, list[str]] | None:
 
 def supply_chain_finding(image_id: str, reports: Path, pushed: tuple[str, list[str]] | None = None) -> dict:
     """Does the image come with an SBOM and provenance? Read from the registry for a pushed image (the attestation
-    manifest in its index, cleanbuild.build.attest), else from the report folder build-clean wrote for this image
+    manifest in its index, cleanbuild.images.attest), else from the report folder build-clean wrote for this image
     ID: its sbom.cdx.json and provenance.json, and whether the build attached both to the image."""
     title = "SBOM and provenance (information)"
     if pushed is not None and all(t in pushed[1] for t in ATTESTED):

@@ -1,5 +1,5 @@
 """What each invoke task (and `nox -s validate`) does: take the resolved request (cleanbuild.settings.Request), make
-plans, then run steps through the one executor (cleanbuild.build.pipeline). Nothing here parses argv, reads invoke.yaml
+plans, then run steps through the one executor (cleanbuild.images.pipeline). Nothing here parses argv, reads invoke.yaml
 or builds or runs a container itself.
 """
 
@@ -11,10 +11,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from . import checkout, engine, metadata, settings
-from .build import buildx, pipeline, report, srcplan, steps
-from .build.components import changed
-from .build.plan import Plan, build_spec, commands, make_plan
-from .build.record import BuildRecord
+from .images import buildx, pipeline, report, srcplan, steps
+from .images.components import changed
+from .images.plan import Plan, build_spec, commands, make_plan
+from .images.record import BuildRecord
 from .console import console, key_values, steps_table, units_table
 from .errors import CleanBuildError, EnvironmentProblem, StepFailed, UsageError
 from .gpuhost.arch import Arch, host_runner, resolve
@@ -302,7 +302,7 @@ def promote(ref: str, request: Request) -> BuildRecord:
 
 def verify(ref: str, request: Request, *, as_json: bool) -> None:
     """Rebuild ref from its own labels on this engine; exit 1 (StepFailed) naming the first differing layer and file."""
-    from .build import verify as verifying
+    from .images import verify as verifying
 
     cli = engine.client()
     if engine.image_id(cli, ref) is None:

@@ -1,6 +1,6 @@
 """The Docker engine through its SDK: preflight, inspect, read files from images, run containers, tag, clean up.
 
-Builds do not come here: the SDK cannot drive BuildKit, so they go through the buildx CLI (cleanbuild.build.buildx).
+Builds do not come here: the SDK cannot drive BuildKit, so they go through the buildx CLI (cleanbuild.images.buildx).
 This module is the boundary for Docker errors: every SDK or transport error leaves it as a CleanBuildError with
 a fixed exit code and one line. Every container it creates carries the run's label (io.atom-build.run=<run id>),
 has a unique name, and is removed in a `finally`; cleanup finds any left over by that label.
@@ -383,7 +383,7 @@ def repo_digests(cli, ref: str) -> list[str]:
     return list(cli.api.inspect_image(ref).get("RepoDigests") or [])
 
 
-# ---- images found by key (cleanbuild.build.components) ---------------------------------------------------------------
+# ---- images found by key (cleanbuild.images.components) ---------------------------------------------------------------
 
 KEY_LABEL, UNIT_LABEL, VARIANT_LABEL, INPUTS_LABEL = (metadata.label(n) for n in ("key", "unit", "variant", "inputs"))
 

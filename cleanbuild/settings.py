@@ -19,7 +19,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from .build.tag import today
+from .images.tag import today
 from .errors import UsageError
 from .gpuhost.arch import Arch
 from .gpuhost.gpu import parse_gpus

@@ -2,7 +2,7 @@
 run (RunSpec), what the engine can do (EngineFacts), where this checkout is (REPO_ROOT) and how the host starts
 its patches CLI (patches_argv).
 
-The planner (cleanbuild.build.plan) makes them; the engine, buildx, the steps and the report take them. This module
+The planner (cleanbuild.images.plan) makes them; the engine, buildx, the steps and the report take them. This module
 imports nothing above it, so the Docker boundary does not depend on the planner.
 """
 
@@ -147,4 +147,4 @@ class EngineFacts:
     root_dir: str
     free_gib: float
     containerd_store: bool = False  # the containerd image store: an image's ID is its manifest digest
-    reproducible: bool = False  # same inputs, same digest: rewrite-timestamp builds (cleanbuild.build.buildx)
+    reproducible: bool = False  # same inputs, same digest: rewrite-timestamp builds (cleanbuild.images.buildx)

@@ -22,8 +22,8 @@ from audit_helpers import REPO, install_files, install_tree
 from rich.console import Console
 
 from cleanbuild import audit, engine
-from cleanbuild.build import prepare
-from cleanbuild.build.plan import make_plan
+from cleanbuild.images import prepare
+from cleanbuild.images.plan import make_plan
 from cleanbuild.errors import EnvironmentProblem
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.spec import Options, RunSpec

@@ -17,8 +17,8 @@ from invoke import Program
 
 import tasks
 from cleanbuild import checkout as C
-from cleanbuild.build import plan as P
-from cleanbuild.build import srcplan
+from cleanbuild.images import plan as P
+from cleanbuild.images import srcplan
 from cleanbuild.errors import UsageError
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.spec import Options

@@ -1,4 +1,4 @@
-"""Per-component keys (cleanbuild.build.components): each key moves with each of its inputs and with nothing else.
+"""Per-component keys (cleanbuild.images.components): each key moves with each of its inputs and with nothing else.
 
 Every test changes ONE input and asserts the exact set of units whose key moved. The plan is pure, so no engine."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild.build import components, dockerfile
-from cleanbuild.build import plan as P
+from cleanbuild.images import components, dockerfile
+from cleanbuild.images import plan as P
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.spec import Options
 from cleanbuild.upstream import lockfile, profiles

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild.build import devcontext
-from cleanbuild.build import plan as P
+from cleanbuild.images import devcontext
+from cleanbuild.images import plan as P
 from cleanbuild.checkout import resolve
 from cleanbuild.errors import StepFailed
 from cleanbuild.gpuhost.arch import Arch

@@ -12,7 +12,7 @@ import requests
 
 import docker
 from cleanbuild import audit, engine, metadata
-from cleanbuild.build import reproduce
+from cleanbuild.images import reproduce
 from cleanbuild.errors import EnvironmentProblem, StepFailed, UsageError
 from cleanbuild.spec import RunSpec
 

@@ -1,4 +1,4 @@
-"""The executor's cleanup (cleanbuild.build.pipeline) on the shared fake engine: a failure or a Ctrl-C leaves no release
+"""The executor's cleanup (cleanbuild.images.pipeline) on the shared fake engine: a failure or a Ctrl-C leaves no release
 tag, keeps the candidate as <run-id>-failed, writes a failed report and removes the run's containers; a second
 Ctrl-C cannot stop cleanup half-way.
 
@@ -16,8 +16,8 @@ import pytest
 
 import docker
 from cleanbuild import metadata
-from cleanbuild.build import buildx, pipeline, report
-from cleanbuild.build.record import BuildRecord
+from cleanbuild.images import buildx, pipeline, report
+from cleanbuild.images.record import BuildRecord
 from cleanbuild.errors import Interrupted, StepFailed
 from tests.support.builds import VARIANTS, offline_plan
 from tests.support.fake_engine import Builds, FakeEngine, busy, ctrl_c, json_file

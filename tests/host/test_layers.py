@@ -1,7 +1,7 @@
 """The host package's layers, read from its source (ast), transitively: the foundation (the top-level modules
 under the sub-packages) reaches no build or upstream module, upstream never reaches the build, the Docker boundary
-(engine, build.buildx) does not depend on the planner, and the report does not call the engine. Function-level
-imports count too. Modules are named by their dotted path under cleanbuild: "engine", "build.plan"."""
+(engine, images.buildx) does not depend on the planner, and the report does not call the engine. Function-level
+imports count too. Modules are named by their dotted path under cleanbuild: "engine", "images.plan"."""
 
 from __future__ import annotations
 
@@ -50,8 +50,8 @@ def reached(module: str) -> set[str]:
 
 
 @pytest.mark.parametrize(("module", "below"), [
-    ("engine", "build.plan"), ("build.buildx", "build.plan"), ("build.report", "engine"), ("spec", "build.plan"),
-    ("build.record", "engine"),
+    ("engine", "images.plan"), ("images.buildx", "images.plan"), ("images.report", "engine"), ("spec", "images.plan"),
+    ("images.record", "engine"),
 ])
 def test_a_lower_layer_never_reaches_a_higher_one(module, below):
     assert below not in reached(module)
@@ -59,25 +59,25 @@ def test_a_lower_layer_never_reaches_a_higher_one(module, below):
 
 @pytest.mark.parametrize("module", FOUNDATION)
 def test_the_foundation_reaches_no_build_or_upstream_module(module):
-    assert {m for m in reached(module) if m.startswith(("build.", "upstream."))} == set()
+    assert {m for m in reached(module) if m.startswith(("images.", "upstream."))} == set()
 
 
 @pytest.mark.parametrize("package", ["upstream", "gpuhost"])
 def test_upstream_and_the_gpu_host_never_reach_the_build(package):
     modules = [f"{package}.{p.stem}" for p in (PACKAGE / package).glob("*.py") if p.stem != "__init__"]
     assert modules
-    assert {m: sorted(r for r in reached(m) if r.startswith("build.")) for m in modules} == {m: [] for m in modules}
+    assert {m: sorted(r for r in reached(m) if r.startswith("images.")) for m in modules} == {m: [] for m in modules}
 
 
 def test_the_walk_sees_relative_and_function_level_imports():
-    assert {"build.plan", "engine", "build.report"} <= reached("build.steps")
+    assert {"images.plan", "engine", "images.report"} <= reached("images.steps")
     assert "gpuhost.gpu" in direct_imports("audit")  # imported inside a function
     assert "upstream.pins" in direct_imports("commands")  # `from .upstream import pins as pinning`, in a function
-    assert "errors" in direct_imports("build.plan")  # `from ..errors import UsageError`
+    assert "errors" in direct_imports("images.plan")  # `from ..errors import UsageError`
 
 
 def test_the_shared_types_live_in_the_foundation():
-    assert "spec" in direct_imports("engine") and "spec" in direct_imports("build.buildx")
+    assert "spec" in direct_imports("engine") and "spec" in direct_imports("images.buildx")
 
 
 def container_calls(module: str) -> list[int]:
@@ -90,7 +90,7 @@ def container_calls(module: str) -> list[int]:
 
 def test_only_the_engine_creates_containers():
     modules = [".".join(p.relative_to(PACKAGE).with_suffix("").parts) for p in PACKAGE.rglob("*.py")]
-    assert "build.steps" in modules  # the walk goes into the sub-packages
+    assert "images.steps" in modules  # the walk goes into the sub-packages
     others = {m: container_calls(m) for m in modules if m != "engine"}
     assert {m: lines for m, lines in others.items() if lines} == {}
     assert container_calls("engine")  # the walk does see them where they are

@@ -1,4 +1,4 @@
-"""cleanbuild.build.ocilayout and cleanbuild.build.attest on a small OCI layout written here the way BuildKit's oci
+"""cleanbuild.images.ocilayout and cleanbuild.images.attest on a small OCI layout written here the way BuildKit's oci
 exporter (tar=false) lays one out (blobs/sha256/*, the image's descriptor in buildx's metadata file): what
 `docker load` is given (the new layers, every layer on a second try), the attestation index, byte-identical for the
 same inputs, and the layout's prune. `docker` is a script here that loads like the containerd store: it fails when a
@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from cleanbuild.build import attest, ocilayout
+from cleanbuild.images import attest, ocilayout
 from cleanbuild.errors import BuildFailed
 
 NAME = "127.0.0.1:5000/atom-gfx950-ckfree:candidate"

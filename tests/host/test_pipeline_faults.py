@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from cleanbuild import engine, interrupts
-from cleanbuild.build import buildx, pipeline, report
-from cleanbuild.build.plan import make_plan
-from cleanbuild.build.record import StepFailedWith
+from cleanbuild.images import buildx, pipeline, report
+from cleanbuild.images.plan import make_plan
+from cleanbuild.images.record import StepFailedWith
 from cleanbuild.errors import StepFailed
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.metadata import RUN_LABEL

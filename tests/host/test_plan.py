@@ -1,4 +1,4 @@
-"""cleanbuild.build.plan: the pure planner. Same inputs, same plan; nothing written; a key over everything a build reads."""
+"""cleanbuild.images.plan: the pure planner. Same inputs, same plan; nothing written; a key over everything a build reads."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from cleanbuild import metadata
-from cleanbuild.build import buildx, dockerfile, steps
-from cleanbuild.build import plan as P
-from cleanbuild.build.record import BuildRecord
+from cleanbuild.images import buildx, dockerfile, steps
+from cleanbuild.images import plan as P
+from cleanbuild.images.record import BuildRecord
 from cleanbuild.errors import UsageError
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.spec import DOCKER_DIR, Options, cache_flags

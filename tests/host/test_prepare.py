@@ -1,4 +1,4 @@
-"""cleanbuild.build.prepare without Docker: the wheels build context is made whole or not at all, from the plan's data.
+"""cleanbuild.images.prepare without Docker: the wheels build context is made whole or not at all, from the plan's data.
 
 (The stand-in base itself needs mmdebstrap and an engine: the integration tier builds it.)"""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild.build import plan as P
-from cleanbuild.build import prepare
+from cleanbuild.images import plan as P
+from cleanbuild.images import prepare
 from cleanbuild.errors import StepFailed
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.spec import Options

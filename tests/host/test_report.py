@@ -1,4 +1,4 @@
-"""cleanbuild.build.report and cleanbuild.build.record without an engine: pure functions of the plan and the build record."""
+"""cleanbuild.images.report and cleanbuild.images.record without an engine: pure functions of the plan and the build record."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 import pytest
 
 from cleanbuild import metadata
-from cleanbuild.build import plan as P
-from cleanbuild.build import report, steps
-from cleanbuild.build.record import (
+from cleanbuild.images import plan as P
+from cleanbuild.images import report, steps
+from cleanbuild.images.record import (
     BuildRecord,
     StepRecord,
     StepStatus,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from cleanbuild.build import buildx, reproduce
+from cleanbuild.images import buildx, reproduce
 from cleanbuild.engine import reproducible_builds
 
 

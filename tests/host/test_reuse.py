@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from cleanbuild import commands, engine
-from cleanbuild.build import buildx, dockerfile, steps
-from cleanbuild.build.record import BuildRecord
+from cleanbuild.images import buildx, dockerfile, steps
+from cleanbuild.images.record import BuildRecord
 from cleanbuild.spec import DOCKER_DIR
 from tests.support.builds import VARIANTS, offline_plan
 from tests.support.fake_engine import Builds, FakeEngine, keyed

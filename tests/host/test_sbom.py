@@ -1,11 +1,11 @@
-"""cleanbuild.build.sbom on the manifest the wheels stage writes (collect_wheels on tiny wheels, as its own tests make
+"""cleanbuild.images.sbom on the manifest the wheels stage writes (collect_wheels on tiny wheels, as its own tests make
 them): every wheel with version, sha256 and origin; aiter and ATOM with their full commits; the base image."""
 
 from __future__ import annotations
 
 import json
 
-from cleanbuild.build import sbom
+from cleanbuild.images import sbom
 from tests.host.test_collect_wheels import collect, stage  # noqa: F401 - the producer's fixture
 from tests.support.upstream import AITER_PIN, ATOM_PIN
 

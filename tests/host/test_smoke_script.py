@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild.build.steps import smoke_result
+from cleanbuild.images.steps import smoke_result
 from tests.support.scripts import load_script
 
 smoke = load_script("smoke")

@@ -2,7 +2,7 @@ import datetime as dt
 
 import pytest
 
-from cleanbuild.build.tag import (
+from cleanbuild.images.tag import (
     MAX_LEN,
     TagParts,
     is_valid,

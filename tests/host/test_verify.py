@@ -1,11 +1,11 @@
-"""invoke verify without an engine: what the labels of a build-clean image give the rebuild (cleanbuild.build.verify)."""
+"""invoke verify without an engine: what the labels of a build-clean image give the rebuild (cleanbuild.images.verify)."""
 
 from __future__ import annotations
 
 import pytest
 
 from cleanbuild import engine, metadata
-from cleanbuild.build import verify
+from cleanbuild.images import verify
 from cleanbuild.errors import UsageError
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.settings import resolve

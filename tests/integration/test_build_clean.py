@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from cleanbuild import audit, engine, metadata
-from cleanbuild.build import pipeline, sbom, steps
+from cleanbuild.images import pipeline, sbom, steps
 from cleanbuild.errors import Interrupted
 from tests.support.builds import REPO, offline_plan
 from tests.support.tiny_model import make_tiny_model

@@ -9,8 +9,8 @@ from dataclasses import replace
 import pytest
 
 from cleanbuild import engine
-from cleanbuild.build import pipeline
-from cleanbuild.build.plan import make_plan
+from cleanbuild.images import pipeline
+from cleanbuild.images.plan import make_plan
 from tests.support.builds import (
     AITER_BUMP,
     ATOM_BUMP,

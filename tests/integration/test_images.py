@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cleanbuild import engine, metadata
-from cleanbuild.build.plan import build_spec
+from cleanbuild.images.plan import build_spec
 from cleanbuild.errors import BuildFailed
 from cleanbuild.upstream import profiles
 from tests.support.builds import build_with

@@ -4,7 +4,7 @@ The session's gfx950 CK-free build (tests/support/builds.py: on a fresh engine, 
 pruned BuildKit cache by `invoke verify` of its candidate: every unit built again from the labels, under the same
 names (the clean image's labels name the wheels image). Every unit must come out with the same digest, and the
 same closure (wheels manifests, installed files, RECORD hashes); when they do not, the comparisons
-(cleanbuild.build.reproduce: the first differing layer and file) are the failure message, and both are written to
+(cleanbuild.images.reproduce: the first differing layer and file) are the failure message, and both are written to
 reports/reproducibility/. Pushed, the wheels, clean and candidate images keep their digests, and the candidate
 carries its SBOM and provenance as attestations. `invoke verify` of an image changed after the build names the
 first differing layer and file.
@@ -25,8 +25,8 @@ import uuid
 import pytest
 
 from cleanbuild import engine
-from cleanbuild.build import attest, pipeline, reproduce, sbom, verify
-from cleanbuild.build.plan import Plan
+from cleanbuild.images import attest, pipeline, reproduce, sbom, verify
+from cleanbuild.images.plan import Plan
 from cleanbuild.errors import StepFailed
 from cleanbuild.refs import split_image
 from cleanbuild.settings import resolve

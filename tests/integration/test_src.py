@@ -18,8 +18,8 @@ from invoke import Program
 
 import tasks
 from cleanbuild import engine
-from cleanbuild.build import pipeline, srcplan
-from cleanbuild.build.plan import make_plan
+from cleanbuild.images import pipeline, srcplan
+from cleanbuild.images.plan import make_plan
 from cleanbuild.checkout import resolve
 from tests.support.builds import VARIANTS, forget, offline_plan
 from tests.support.upstream import AITER_PIN, upstream_dir
@@ -127,7 +127,7 @@ def test_invoke_tag_refuses_the_dirty_image_with_one_line_and_exit_2(capsys, dev
 
 def test_the_report_lists_the_changed_files(dev_build):
     plan, rec = dev_build
-    from cleanbuild.build import report
+    from cleanbuild.images import report
 
     text = (report.folder_for(plan, rec, failed=False) / "report.md").read_text()
     listed = sorted(line.strip() for line in text.splitlines() if line.startswith("  - "))

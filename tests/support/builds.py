@@ -11,9 +11,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cleanbuild import engine
-from cleanbuild.build import pipeline, prepare
-from cleanbuild.build.plan import Plan, make_plan
-from cleanbuild.build.record import BuildRecord
+from cleanbuild.images import pipeline, prepare
+from cleanbuild.images.plan import Plan, make_plan
+from cleanbuild.images.record import BuildRecord
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.settings import ca_bundle
 from cleanbuild.spec import Options
@@ -101,7 +101,7 @@ def with_options(plan: Plan, **changes) -> Plan:
 
 def build_with(spec, options: Options, **args: str) -> str:
     """One build of a plan's spec with some build arguments changed (a failure raises cleanbuild's BuildFailed)."""
-    from cleanbuild.build import buildx
+    from cleanbuild.images import buildx
 
     return buildx.build(replace(spec, build_args=tuple(sorted({**dict(spec.build_args), **args}.items()))), options,
                         show=False)

@@ -44,7 +44,7 @@ class Wheels:
 
 @dataclass(frozen=True)
 class UnitRecord:
-    """One keyed image of the run (cleanbuild.build.components): built, or reused and from where."""
+    """One keyed image of the run (cleanbuild.images.components): built, or reused and from where."""
 
     name: str
     key: str
@@ -58,7 +58,7 @@ class UnitRecord:
 @dataclass(frozen=True)
 class ImageSummary:
     """What the report says of the candidate image, read from the engine by the step that writes the report
-    (cleanbuild.build.steps.observe), so the report itself asks no engine."""
+    (cleanbuild.images.steps.observe), so the report itself asks no engine."""
 
     size_bytes: int | None
     layers: tuple[str, ...]  # the layer digests (RootFS), bottom first

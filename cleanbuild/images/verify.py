@@ -1,7 +1,7 @@
 """`invoke verify REF`: rebuild an image from its own labels on this engine and compare digests.
 
 The labels give the profile, arch, CK mode and the registry prefix the image was named under; its key label is the
-hash of every input (pins, lock blocks, Dockerfile stages, scripts, patches: cleanbuild.build.components), so this
+hash of every input (pins, lock blocks, Dockerfile stages, scripts, patches: cleanbuild.images.components), so this
 checkout can rebuild it only when the plan's key for that unit is the image's key, and the lock digest matches.
 Then every unit is built again (rebuild) through the pipeline's own steps, and the digests are compared: the same
 digest proves the image came from these inputs. Every name keeps pointing where it did; a rebuild that differs is

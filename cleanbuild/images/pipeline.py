@@ -1,4 +1,4 @@
-"""The executor: runs a sequence of steps (cleanbuild.build.steps) against a plan, then cleans up, pass or fail.
+"""The executor: runs a sequence of steps (cleanbuild.images.steps) against a plan, then cleans up, pass or fail.
 
 build-clean runs every step; a single-step task runs the steps it needs. A failure or Ctrl-C leaves no release
 tag: the candidate gets a `<run-id>-failed` tag, every container carrying the run's label is removed, a release tag

@@ -1,5 +1,5 @@
 """One function per build step. Each takes the run's context and the build record and returns
-(new record, status, detail). build-clean composes them (cleanbuild.build.pipeline); every single-step task and
+(new record, status, detail). build-clean composes them (cleanbuild.images.pipeline); every single-step task and
 `nox -s validate` call these same functions. Nothing here re-derives what the plan already knows.
 """
 
@@ -72,7 +72,7 @@ def prepare(ctx: Ctx, rec: BuildRecord) -> Outcome:
 
 
 def _reproducible(rec: BuildRecord) -> bool:
-    """The engine preflight found gives the same digest for the same inputs (cleanbuild.build.buildx)."""
+    """The engine preflight found gives the same digest for the same inputs (cleanbuild.images.buildx)."""
     return rec.engine is not None and rec.engine.reproducible
 
 
@@ -193,7 +193,7 @@ def patch(ctx: Ctx, rec: BuildRecord) -> Outcome:
 
 
 def _attestations(ctx: Ctx, rec: BuildRecord, base: str) -> buildx.Attestations | None:
-    """The candidate's SBOM and provenance, attached where the engine builds reproducibly (cleanbuild.build.attest):
+    """The candidate's SBOM and provenance, attached where the engine builds reproducibly (cleanbuild.images.attest):
     from the wheels manifest the image it starts FROM holds, the pins and the candidate's content key."""
     if not _reproducible(rec):
         return None

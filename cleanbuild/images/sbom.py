@@ -88,7 +88,7 @@ def provenance_predicate(manifest: dict, *, pins: dict[str, str], profile: str, 
                          base_digest: str | None) -> dict:
     """SLSA provenance v1: the pins, the lock digest and the component keys the image was built from (external
     parameters), the base image and sources (resolved dependencies). No engine version and no time: the predicate is
-    attached to the image (cleanbuild.build.attest), whose digest must stay a function of the pins."""
+    attached to the image (cleanbuild.images.attest), whose digest must stay a function of the pins."""
     deps = [{"uri": f"git+{s.get('repo')}", "digest": {"gitCommit": s.get("sha")}, "name": name}
             for name, s in sorted((manifest.get("sources") or {}).items()) if s]
     deps.append({"uri": base, "name": "base image", **({"digest": {"sha256": base_digest.split(":", 1)[1]}} if base_digest else {})})
@@ -118,7 +118,7 @@ def provenance(manifest: dict, *, image: str, image_id: str | None, pins: dict[s
 def statements(manifest: dict, subject: str, *, name: str, version: str, pins: dict[str, str], profile: str,
                base: str, base_digest: str | None) -> list[dict]:
     """The SBOM and the provenance as in-toto statements about the image manifest subject (sha256:...): what
-    cleanbuild.build.attest attaches to the image. A function of the build's inputs only."""
+    cleanbuild.images.attest attaches to the image. A function of the build's inputs only."""
     bom = cyclonedx(manifest, image=name, version=version, base=base, base_digest=base_digest)
     prov = provenance_predicate(manifest, pins=pins, profile=profile, base=base, base_digest=base_digest)
     return [attest.statement(name, subject, SBOM, bom), attest.statement(name, subject, PROVENANCE, prov)]

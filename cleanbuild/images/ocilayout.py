@@ -6,7 +6,7 @@ them. An archive (`tar=true`) held every layer of the stack each time: measured 
 its "sending tarball" took about 30 s for each of atom-layer, clean, candidate, venv and wheels (README "Engines").
 
 `docker load` is then given a tar of the image's manifest, config and the layers this build wrote (the blobs that
-were not in the layout before it), plus the attestations (cleanbuild.build.attest): the layers below come from
+were not in the layout before it), plus the attestations (cleanbuild.images.attest): the layers below come from
 the image the build started FROM, which the engine holds. When the engine lacks one (it removed an image whose
 layer a cache hit now reuses), its load fails ("content digest ... not found") without leaving a usable image;
 the broken name is removed and the image is loaded again with every layer.

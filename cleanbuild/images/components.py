@@ -3,7 +3,7 @@
 A unit is one image: a component's wheels (torch, triton, deps, sdists, atom, aiter, mori, installer), the wheels
 assembly, one of the clean image's install layers (venv, atom-layer, clean) or the candidate. Its key is sha256
 over its inputs, each named, so a test (and `invoke plan`) can say which input moved:
-- the text of the Dockerfile stages its target reaches (cleanbuild.build.dockerfile) and the helper scripts they copy;
+- the text of the Dockerfile stages its target reaches (cleanbuild.images.dockerfile) and the helper scripts they copy;
 - the build arguments those stages read, with every image argument replaced by that image's own key (the key of
   aiter's build environment names torch's key, never the name of the deps image it happened to read);
 - for the lock-driven units, the lock's requirement blocks they read (never the header, which names both pins).

@@ -2,7 +2,7 @@
 
 Everything a build does is decided here: what the prepare step puts in the build context, build arguments, image
 names and their content keys, the containers validation and the smoke test run in, the release repository.
-The steps (cleanbuild.build.steps) only carry it out.
+The steps (cleanbuild.images.steps) only carry it out.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ class Plan:
     smoke_skip_reason: str | None
     release_repo: str
     wheels_key: str
-    units: tuple[Unit, ...] = ()  # every keyed image, in build order (cleanbuild.build.components)
+    units: tuple[Unit, ...] = ()  # every keyed image, in build order (cleanbuild.images.components)
     steps: tuple[str, ...] = field(default=STEPS)
 
     @property
@@ -136,7 +136,7 @@ def build_spec(unit: Unit) -> BuildSpec:
 
 
 def make_units(profile: Profile, options: Options, base: str, prep: Prepare) -> tuple[Unit, ...]:
-    """Every image of the build, keyed by its own inputs (cleanbuild.build.components), in build order."""
+    """Every image of the build, keyed by its own inputs (cleanbuild.images.components), in build order."""
     args = _wheels_args(profile, options, base)
     locks = dict(prep.lock_texts)
     shared = {"python": profile.python, "scripts": _tree_digest(DOCKER_DIR / "scripts", skip=CLEAN_ONLY_SCRIPTS),

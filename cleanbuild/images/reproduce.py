@@ -1,5 +1,5 @@
 """Are two builds of the same inputs the same? Compare two wheels images and two clean images built apart, and,
-where the engine builds reproducibly (Docker >= 26, the containerd store: cleanbuild.build.buildx), their digests: for
+where the engine builds reproducibly (Docker >= 26, the containerd store: cleanbuild.images.buildx), their digests: for
 two images that differ, the first layer that differs and the first file in it that differs.
 
 Same manifest bytes (every wheel's sha256), same installed file list and RECORD hashes in the venv. Image IDs may
@@ -73,7 +73,7 @@ def compare(cli, wheels: tuple[str, str], clean: tuple[str, str]) -> dict:
 
 def compare_digests(cli, first: dict[str, str], second: dict[str, str]) -> dict:
     """Two builds' images per unit ({unit: image ID}): which are the same, and for each unit whose IDs differ
-    what differs (cleanbuild.build.reproduce.first_difference)."""
+    what differs (cleanbuild.images.reproduce.first_difference)."""
     units = sorted(set(first) | set(second))
     differing = [u for u in units if first.get(u) != second.get(u)]
     return {"identical": not differing, "units": {u: [first.get(u), second.get(u)] for u in units},
@@ -104,7 +104,7 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 def layer_files(saved: Path, index: int) -> dict[str, tuple]:
     """{path: (sha256 of content or link target, mode, uid, gid, mtime)} of layer `index` of a `docker save` tar.
-    A layer is a tar, plain, gzip or (the reproducible export's, cleanbuild.build.ocilayout) zstd: the containerd store
+    A layer is a tar, plain, gzip or (the reproducible export's, cleanbuild.images.ocilayout) zstd: the containerd store
     saves each blob as it holds it."""
     with tarfile.open(saved) as outer:
         manifest = json.loads(_read(outer, "manifest.json"))

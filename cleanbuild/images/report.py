@@ -55,7 +55,7 @@ def build(plan: Plan, rec: BuildRecord, *, failed: bool, error: str | None = Non
 
 def attached(plan: Plan, rec: BuildRecord) -> list[str]:
     """The predicate types attached to the candidate: its SBOM and provenance where this engine built it
-    reproducibly (cleanbuild.build.attest), in this run or an earlier one here. [] for none or not known (pulled)."""
+    reproducibly (cleanbuild.images.attest), in this run or an earlier one here. [] for none or not known (pulled)."""
     here = any(u.name == "candidate" and (u.status == "built" or u.how.startswith("found here")) for u in rec.units)
     keyed = here and rec.candidate_ref == plan.patch.image
     return [sbom.SBOM, sbom.PROVENANCE] if keyed and rec.engine is not None and rec.engine.reproducible else []

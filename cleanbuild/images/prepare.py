@@ -1,7 +1,7 @@
 """The prepare step: make what the plan's Prepare names. Runs after preflight, logged like every step.
 
 - The wheels build context: docker/scripts, lock/{build,deps,sdists,aiter-build}.txt (requirement blocks of the
-  profile's lock files, never their header: cleanbuild.build.plan.lock_texts), local/<component>/
+  profile's lock files, never their header: cleanbuild.images.plan.lock_texts), local/<component>/
   (wheels the profile takes from this machine, fetched with pip) and local/repos/<component>.git (copies of local
   repositories: the offline profile's ../shared/upstream). Built in a temporary folder and renamed into place, so
   an interrupted prepare never leaves a half context that a later build would trust.

@@ -4,7 +4,7 @@ Two paths, chosen by what the engine can do (cleanbuild.engine.reproducible_buil
 - `--load`: the image ID comes back through --iidfile (Docker 20.10's BuildKit 0.8, the classic image store:
   every build stamps its own times, so the same inputs give another ID);
 - reproducible (Docker >= 26 with the containerd image store): SOURCE_DATE_EPOCH and
-  `--output type=oci,tar=false,rewrite-timestamp=true` into an OCI layout (cleanbuild.build.ocilayout), whose new
+  `--output type=oci,tar=false,rewrite-timestamp=true` into an OCI layout (cleanbuild.images.ocilayout), whose new
   part `docker load` stores as it is. The same inputs give the same manifest digest, here and in a registry
   (`docker push` sends those very bytes). The image exporter (`type=image`) refuses rewrite-timestamp with the
   containerd store ("conflicts with unpack").
@@ -38,7 +38,7 @@ def build(spec: BuildSpec, options: Options, *, labels: tuple[tuple[str, str], .
     reproducible: the engine can give the same digest for the same inputs (see the module's docstring);
     containerd_store: the engine's BuildKit can export every stage's cache to the registry (spec.cache_flags);
     attestations: on the reproducible path, the in-toto statements about the image manifest digest it is given,
-    attached to the image (cleanbuild.build.attest); the image ID is then the index's digest."""
+    attached to the image (cleanbuild.images.attest); the image ID is then the index's digest."""
     if build_args is not None:
         spec = replace(spec, build_args=build_args)
     check_build_args(spec)
@@ -65,7 +65,7 @@ def check_build_args(spec: BuildSpec) -> None:
 
 def reproducible_flags(layout: Path, metadata: Path) -> list[str]:
     """What makes a build's bytes a function of its inputs: every time set to SOURCE_DATE_EPOCH, no provenance
-    (BuildKit's records the build's start and end); the image goes into the OCI layout (cleanbuild.build.ocilayout).
+    (BuildKit's records the build's start and end); the image goes into the OCI layout (cleanbuild.images.ocilayout).
     New layers are zstd-compressed: rewrite-timestamp compresses each layer twice; README "Engines" has what it cost
     per compression on the venv layer (benchmarks/bench_export.py). Docker >= 23 and containerd >= 1.5 pull zstd."""
     return ["--build-arg", f"SOURCE_DATE_EPOCH={SOURCE_DATE_EPOCH}", "--provenance=false",

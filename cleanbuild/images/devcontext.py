@@ -1,4 +1,4 @@
-"""The build contexts `--src` needs, made by the prepare step (cleanbuild.build.srcplan says where and what):
+"""The build contexts `--src` needs, made by the prepare step (cleanbuild.images.srcplan says where and what):
 
 - overlay route: a small folder with exactly the changed files (files/<site-packages path>), manifest.json and
   overlay.py (docker/dev); each file checked against the blob SHA the plan read, so an edit made after the plan
