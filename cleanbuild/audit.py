@@ -18,9 +18,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import engine
-from .images import attest, sbom
 from .errors import EnvironmentProblem, StepFailed, UsageError
 from .gpuhost.arch import Arch
+from .images import attest, sbom
 from .settings import new_run_id
 from .spec import REPO_ROOT, RunSpec
 

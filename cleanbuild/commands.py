@@ -11,13 +11,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from . import checkout, engine, metadata, settings
+from .console import console, key_values, steps_table, units_table
+from .errors import CleanBuildError, EnvironmentProblem, StepFailed, UsageError
+from .gpuhost.arch import Arch, host_runner, resolve
 from .images import buildx, pipeline, report, srcplan, steps
 from .images.components import changed
 from .images.plan import Plan, build_spec, commands, make_plan
 from .images.record import BuildRecord
-from .console import console, key_values, steps_table, units_table
-from .errors import CleanBuildError, EnvironmentProblem, StepFailed, UsageError
-from .gpuhost.arch import Arch, host_runner, resolve
 from .refs import image_ref, parse_image, split_image
 from .run import quote, run
 from .settings import Request

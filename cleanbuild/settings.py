@@ -19,10 +19,10 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from .images.tag import today
 from .errors import UsageError
 from .gpuhost.arch import Arch
 from .gpuhost.gpu import parse_gpus
+from .images.tag import today
 from .refs import git_ref, git_remote, image_ref
 from .spec import REPO_ROOT, Options
 from .upstream.profiles import Profile, load, parse_sets, table

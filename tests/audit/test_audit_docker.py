@@ -22,10 +22,10 @@ from audit_helpers import REPO, install_files, install_tree
 from rich.console import Console
 
 from cleanbuild import audit, engine
-from cleanbuild.images import prepare
-from cleanbuild.images.plan import make_plan
 from cleanbuild.errors import EnvironmentProblem
 from cleanbuild.gpuhost.arch import Arch
+from cleanbuild.images import prepare
+from cleanbuild.images.plan import make_plan
 from cleanbuild.spec import Options, RunSpec
 from cleanbuild.upstream import profiles
 

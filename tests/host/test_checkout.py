@@ -17,10 +17,10 @@ from invoke import Program
 
 import tasks
 from cleanbuild import checkout as C
-from cleanbuild.images import plan as P
-from cleanbuild.images import srcplan
 from cleanbuild.errors import UsageError
 from cleanbuild.gpuhost.arch import Arch
+from cleanbuild.images import plan as P
+from cleanbuild.images import srcplan
 from cleanbuild.spec import Options
 from cleanbuild.upstream import profiles
 from tests.support.gitrepos import commit_all, git

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.images import components, dockerfile
 from cleanbuild.images import plan as P
-from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.spec import Options
 from cleanbuild.upstream import lockfile, profiles
 from tests.support.upstream import AITER_HEAD, ATOM_HEAD

@@ -12,8 +12,8 @@ import requests
 
 import docker
 from cleanbuild import audit, engine, metadata
-from cleanbuild.images import reproduce
 from cleanbuild.errors import EnvironmentProblem, StepFailed, UsageError
+from cleanbuild.images import reproduce
 from cleanbuild.spec import RunSpec
 
 

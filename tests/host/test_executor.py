@@ -16,9 +16,9 @@ import pytest
 
 import docker
 from cleanbuild import metadata
+from cleanbuild.errors import Interrupted, StepFailed
 from cleanbuild.images import buildx, pipeline, report
 from cleanbuild.images.record import BuildRecord
-from cleanbuild.errors import Interrupted, StepFailed
 from tests.support.builds import VARIANTS, offline_plan
 from tests.support.fake_engine import Builds, FakeEngine, busy, ctrl_c, json_file
 

@@ -17,8 +17,8 @@ import time
 
 import pytest
 
-from cleanbuild.images import attest, ocilayout
 from cleanbuild.errors import BuildFailed
+from cleanbuild.images import attest, ocilayout
 
 NAME = "127.0.0.1:5000/atom-gfx950-ckfree:candidate"
 

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from cleanbuild import engine, interrupts
+from cleanbuild.errors import StepFailed
+from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.images import buildx, pipeline, report
 from cleanbuild.images.plan import make_plan
 from cleanbuild.images.record import StepFailedWith
-from cleanbuild.errors import StepFailed
-from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.metadata import RUN_LABEL
 from cleanbuild.spec import Options
 from cleanbuild.upstream import profiles

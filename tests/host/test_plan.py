@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from cleanbuild import metadata
+from cleanbuild.errors import UsageError
+from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.images import buildx, dockerfile, steps
 from cleanbuild.images import plan as P
 from cleanbuild.images.record import BuildRecord
-from cleanbuild.errors import UsageError
-from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.spec import DOCKER_DIR, Options, cache_flags
 from cleanbuild.upstream import profiles
 from tests.support.upstream import AITER_HEAD

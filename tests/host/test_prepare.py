@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild.images import plan as P
-from cleanbuild.images import prepare
 from cleanbuild.errors import StepFailed
 from cleanbuild.gpuhost.arch import Arch
+from cleanbuild.images import plan as P
+from cleanbuild.images import prepare
 from cleanbuild.spec import Options
 from cleanbuild.upstream import profiles
 

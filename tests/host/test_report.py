@@ -7,6 +7,7 @@ import json
 import pytest
 
 from cleanbuild import metadata
+from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.images import plan as P
 from cleanbuild.images import report, steps
 from cleanbuild.images.record import (
@@ -16,7 +17,6 @@ from cleanbuild.images.record import (
     Wheels,
     clean_labels,
 )
-from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.spec import Options
 from cleanbuild.upstream import profiles
 from tests.support.upstream import AITER_PIN

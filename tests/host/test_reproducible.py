@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from cleanbuild.images import buildx, reproduce
 from cleanbuild.engine import reproducible_builds
+from cleanbuild.images import buildx, reproduce
 
 
 @pytest.mark.parametrize(("version", "store", "builder", "expected"), [

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from cleanbuild import engine, metadata
-from cleanbuild.images import verify
 from cleanbuild.errors import UsageError
 from cleanbuild.gpuhost.arch import Arch
+from cleanbuild.images import verify
 from cleanbuild.settings import resolve
 
 LABELS = {  # what the clean step writes and the candidate inherits (record.clean_labels, unit_labels, Dockerfile.clean)

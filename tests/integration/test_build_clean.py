@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from cleanbuild import audit, engine, metadata
-from cleanbuild.images import pipeline, sbom, steps
 from cleanbuild.errors import Interrupted
+from cleanbuild.images import pipeline, sbom, steps
 from tests.support.builds import REPO, offline_plan
 from tests.support.tiny_model import make_tiny_model
 

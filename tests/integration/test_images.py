@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from cleanbuild import engine, metadata
-from cleanbuild.images.plan import build_spec
 from cleanbuild.errors import BuildFailed
+from cleanbuild.images.plan import build_spec
 from cleanbuild.upstream import profiles
 from tests.support.builds import build_with
 from tests.support.tiny_model import make_tiny_model

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from cleanbuild import commands, engine
+from cleanbuild.errors import StepFailed
 from cleanbuild.images import pipeline
 from cleanbuild.images.plan import make_plan
-from cleanbuild.errors import StepFailed
 from cleanbuild.settings import resolve
 from tests.support.builds import (
     ATOM_BUMP,

@@ -25,9 +25,9 @@ import uuid
 import pytest
 
 from cleanbuild import engine
+from cleanbuild.errors import StepFailed
 from cleanbuild.images import attest, pipeline, reproduce, sbom, verify
 from cleanbuild.images.plan import Plan
-from cleanbuild.errors import StepFailed
 from cleanbuild.refs import split_image
 from cleanbuild.settings import resolve
 from tests.integration.test_registry import registry, registry_blob, registry_digest  # noqa: F401 - the registry fixture

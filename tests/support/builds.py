@@ -11,10 +11,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cleanbuild import engine
+from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.images import pipeline, prepare
 from cleanbuild.images.plan import Plan, make_plan
 from cleanbuild.images.record import BuildRecord
-from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.settings import ca_bundle
 from cleanbuild.spec import Options
 from cleanbuild.upstream import profiles
