@@ -14,8 +14,7 @@ from . import checkout, engine, metadata, settings
 from .console import console, key_values, steps_table, units_table
 from .errors import CleanBuildError, EnvironmentProblem, StepFailed, UsageError
 from .gpuhost.arch import Arch, host_runner, resolve
-from .images import buildx, pipeline, report, srcplan, steps
-from .images.components import changed
+from .images import buildx, pipeline, report, reuse, srcplan, steps
 from .images.plan import Plan, build_spec, commands, make_plan
 from .images.record import BuildRecord
 from .refs import image_ref, parse_image, split_image
@@ -85,29 +84,23 @@ def plan_dict(plan: Plan) -> dict:
     }
 
 
-def unit_states(plan: Plan) -> list[dict]:
-    """Per unit: reused (an image with its key is here) or to build, and which inputs changed since the newest
-    other build of it here. Asks the engine; without one, says so (the plan itself stays pure)."""
+def unit_states(plan: Plan, *, rebuild: bool = False) -> list[dict]:
+    """Per unit: what the build will do (cleanbuild.images.reuse: reused, pull or build), why, and the inputs that
+    changed since the last other build of it here. Asks the engine; without one, says so (the plan stays pure)."""
     try:
         cli = engine.client()
     except CleanBuildError as exc:
-        return [{"state": "unknown", "why": f"no engine: {exc}"} for _ in plan.units]
-    build = "build" + (" (or pull)" if plan.options.remote else "")
+        return [{"state": "unknown", "why": f"no engine: {exc}", "changed": []} for _ in plan.units]
     out: list[dict] = []
-    had: dict[str, str] = {}  # unit name -> the image ID a build would take
+    here: dict[str, str] = {}  # unit name -> the image ID found here (what a pulled or built one is not yet)
     for unit in plan.units:
         below = plan.below(unit)
-        if below is not None and below.name not in had:  # what is found here sits on an image not yet here
-            out.append({"state": build, "why": f"the image it starts FROM ({below.name}) is built first"})
-            continue
-        found = engine.find_by_key(cli, unit.name, unit.key, unit.image, had[below.name] if below else None)
-        if found:
-            had[unit.name] = found[0]
-            out.append({"state": "reused", "why": f"found here by key ({', '.join(found[1]) or found[0][:19]})"})
-            continue
-        last = engine.last_inputs(cli, unit.name, plan.stem if unit.variant else "", unit.key)
-        why = ", ".join(changed(last, dict(unit.inputs))) if last is not None else "no earlier build here"
-        out.append({"state": build, "why": why})
+        decision = reuse.decide(cli, unit, variant=plan.stem if unit.variant else "", rebuild=rebuild,
+                                below=reuse.Below(below.name, here.get(below.name)) if below else None,
+                                registry=plan.options.remote)
+        if decision.action is reuse.Action.REUSE:
+            here[unit.name] = decision.image_id
+        out.append({"state": decision.action.value, "why": decision.reason, "changed": list(decision.changed)})
     return out
 
 

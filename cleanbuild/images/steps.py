@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from dataclasses import dataclass, replace
@@ -15,7 +16,7 @@ from ..errors import StepFailed, UsageError
 from ..gpuhost import gpu
 from ..refs import split_image
 from ..spec import BuildSpec, cache_flags
-from . import buildx, components, devcontext, sbom, srcplan
+from . import buildx, devcontext, reuse, sbom, srcplan
 from . import prepare as preparer
 from . import report as reports
 from .components import Unit
@@ -82,30 +83,25 @@ def _containerd_store(rec: BuildRecord) -> bool:
 
 def _ensure(ctx: Ctx, rec: BuildRecord, unit: Unit, labels: tuple[tuple[str, str], ...] = (),
             attestations: buildx.Attestations | None = None) -> UnitRecord:
-    """The unit's image: found here by its key (whatever its name; tagged with the plan's name), pulled from the
-    registry, or built. A found image must sit on the image its target starts FROM (engine.find_by_key's on: the
-    unit below was had first and holds its name). With a remote registry, the registry is made to hold it (a
-    manifest check, a push when missing), so another node finds every image this build used."""
+    """The unit's image, as cleanbuild.images.reuse decides: found here by its key (whatever its name; tagged with
+    the plan's name), pulled from the registry, or built. The unit below was had first and holds its name. With a
+    remote registry, the registry is made to hold it (a manifest check, a push when missing), so another node
+    finds every image this build used."""
     o, cli = ctx.plan.options, ctx.cli
-    if not ctx.rebuild:
-        below = ctx.plan.below(unit)
-        on = below.image if below is not None else None
-        found = engine.find_by_key(cli, unit.name, unit.key, unit.image, on)
-        how = "found here by key"
-        if found is None and o.remote:
-            pulled = engine.pull(cli, unit.image)
-            found = engine.find_by_key(cli, unit.name, unit.key, unit.image, on) if pulled else None
-            how = "pulled from the registry by key"
-        if found is not None:
-            image_id, tags = found
-            if unit.image not in tags:
-                engine.tag(cli, image_id, *split_image(unit.image))
-            if o.remote and how.startswith("found") and not engine.registry_has(cli, unit.image):
-                engine.push(cli, unit.image)
-                how += ", pushed (the registry lacked it)"
-            return UnitRecord(unit.name, unit.key, unit.image, image_id, "reused", how)
-    last = engine.last_inputs(cli, unit.name, _variant(ctx, unit), unit.key)
-    changed = tuple(components.changed(last, dict(unit.inputs))) if last is not None else ("no earlier build here",)
+    below = ctx.plan.below(unit)
+    ask = functools.partial(reuse.decide, cli, unit, variant=_variant(ctx, unit), rebuild=ctx.rebuild,
+                            below=reuse.Below(below.name, below.image) if below is not None else None)
+    decision, how = ask(registry=o.remote), "found here by key"
+    if decision.action is reuse.Action.PULL:
+        engine.pull(cli, unit.image)
+        decision, how = ask(registry=False), "pulled from the registry by key"
+    if decision.action is reuse.Action.REUSE:
+        if unit.image not in decision.tags:
+            engine.tag(cli, decision.image_id, *split_image(unit.image))
+        if o.remote and how.startswith("found") and not engine.registry_has(cli, unit.image):
+            engine.push(cli, unit.image)
+            how += ", pushed (the registry lacked it)"
+        return UnitRecord(unit.name, unit.key, unit.image, decision.image_id, "reused", how)
     image_id = buildx.build(build_spec(unit), o, labels=(*labels, *unit_labels(ctx, unit)), reproducible=_reproducible(rec),
                             containerd_store=_containerd_store(rec), attestations=attestations)
     how = "built"
@@ -117,7 +113,7 @@ def _ensure(ctx: Ctx, rec: BuildRecord, unit: Unit, labels: tuple[tuple[str, str
             engine.tag(cli, image_id, repo, latest)
             engine.push(cli, f"{repo}:{latest}")
         how = "built and pushed"
-    return UnitRecord(unit.name, unit.key, unit.image, image_id, "built", how, changed)
+    return UnitRecord(unit.name, unit.key, unit.image, image_id, "built", how, decision.changed)
 
 
 def _variant(ctx: Ctx, unit: Unit) -> str:

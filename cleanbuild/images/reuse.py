@@ -1,0 +1,79 @@
+"""Reuse or build: where one keyed unit's image comes from, decided once. `invoke plan` shows the decision
+(cleanbuild.commands.unit_states) and the build acts on it (cleanbuild.images.steps._ensure), so the two cannot
+disagree about the same engine and registry.
+
+In order: --rebuild builds; an image with the unit's key here (whatever its name) is reused when it sits on the
+image its target starts FROM (engine.find_by_key's on); else the registry, when one is configured and holds the
+unit's image, is pulled from; else it is built, naming the inputs that changed since the last other build of the
+unit here (engine.last_inputs, components.changed).
+
+The plan decides before anything is built: where the image below is not here yet (it is pulled or built first),
+what is here cannot be checked against it, and the unit is pulled (the registry holds it) or built. The build
+asks once the image below is here; after a pull it asks again with the registry left out (what it pulled must
+sit on the image below too). Reads the engine and the registry, changes neither.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from .. import engine
+from .components import Unit, changed
+
+NO_EARLIER_BUILD = "no earlier build here"
+
+
+class Action(Enum):
+    REUSE = "reused"  # an image with the unit's key is here, on the image below
+    PULL = "pull"  # the registry holds the unit's image
+    BUILD = "build"
+
+
+@dataclass(frozen=True)
+class Below:
+    """The unit whose image the unit's target starts FROM, and that image here (None: not here yet)."""
+
+    name: str
+    image: str | None
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: Action
+    reason: str
+    image_id: str = ""  # reused: the image found here
+    tags: tuple[str, ...] = ()  # reused: its names
+    changed: tuple[str, ...] = ()  # built: the inputs that differ from the last other build here
+
+    @property
+    def reused(self) -> bool:
+        """What the build's record will say: reused (found here or pulled) rather than built."""
+        return self.action is not Action.BUILD
+
+
+def decide(cli, unit: Unit, *, variant: str, below: Below | None, registry: bool,
+           rebuild: bool = False) -> Decision:
+    """The decision for unit. variant: the plan's stem for a unit with one image per arch and CK mode, else "";
+    below: None where the target starts FROM a base image or scratch; registry: ask the registry (a remote one is
+    configured and not yet asked)."""
+    if rebuild:
+        return _build(cli, unit, variant, "--rebuild")
+    if below is not None and below.image is None:
+        if registry and engine.registry_has(cli, unit.image):
+            return Decision(Action.PULL, f"the registry holds {unit.image} (after {below.name}, the image it starts FROM)")
+        return Decision(Action.BUILD, f"the image it starts FROM ({below.name}) is built first")
+    found = engine.find_by_key(cli, unit.name, unit.key, unit.image, below.image if below else None)
+    if found is not None:
+        image_id, tags = found
+        return Decision(Action.REUSE, f"found here by key ({', '.join(tags) or image_id[:19]})", image_id, tags)
+    if registry and engine.registry_has(cli, unit.image):
+        return Decision(Action.PULL, f"the registry holds {unit.image}")
+    elsewhere = below is not None and engine.images_by_key(cli, unit.name, unit.key)
+    return _build(cli, unit, variant, f"its key is here on another image of {below.name}" if below and elsewhere else "")
+
+
+def _build(cli, unit: Unit, variant: str, why: str) -> Decision:
+    last = engine.last_inputs(cli, unit.name, variant, unit.key)
+    moved = tuple(changed(last, dict(unit.inputs))) if last is not None else (NO_EARLIER_BUILD,)
+    return Decision(Action.BUILD, why or ", ".join(moved), changed=moved)
