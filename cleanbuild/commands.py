@@ -91,17 +91,8 @@ def unit_states(plan: Plan, *, rebuild: bool = False) -> list[dict]:
         cli = engine.client()
     except CleanBuildError as exc:
         return [{"state": "unknown", "why": f"no engine: {exc}", "changed": []} for _ in plan.units]
-    out: list[dict] = []
-    here: dict[str, str] = {}  # unit name -> the image ID found here (what a pulled or built one is not yet)
-    for unit in plan.units:
-        below = plan.below(unit)
-        decision = reuse.decide(cli, unit, variant=plan.stem if unit.variant else "", rebuild=rebuild,
-                                below=reuse.Below(below.name, here.get(below.name)) if below else None,
-                                registry=plan.options.remote)
-        if decision.action is reuse.Action.REUSE:
-            here[unit.name] = decision.image_id
-        out.append({"state": decision.action.value, "why": decision.reason, "changed": list(decision.changed)})
-    return out
+    return [{"state": d.action.value, "why": d.reason, "changed": list(d.changed)}
+            for d in reuse.preview(cli, plan, rebuild=rebuild)]
 
 
 # ---- build steps --------------------------------------------------------------------------------------------

@@ -97,6 +97,10 @@ class Plan:
     def stem(self) -> str:
         return f"{self.options.arch.value}-{self.options.ck_mode}"
 
+    def variant(self, unit: Unit) -> str:
+        """The variant label of unit's image: the stem for one image per arch and CK mode, else ""."""
+        return self.stem if unit.variant else ""
+
     @property
     def dirty(self) -> bool:
         """Built from a local checkout with changes (--src): labelled dirty, dev-tagged, never released."""

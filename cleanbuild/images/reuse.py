@@ -20,6 +20,7 @@ from enum import Enum
 
 from .. import engine
 from .components import Unit, changed
+from .plan import Plan
 
 NO_EARLIER_BUILD = "no earlier build here"
 
@@ -32,10 +33,12 @@ class Action(Enum):
 
 @dataclass(frozen=True)
 class Below:
-    """The unit whose image the unit's target starts FROM, and that image here (None: not here yet)."""
+    """The unit whose image the unit's target starts FROM, and that image here (None: not here yet, it is
+    `first` pulled or built)."""
 
     name: str
     image: str | None
+    first: str = "built"
 
 
 @dataclass(frozen=True)
@@ -61,8 +64,9 @@ def decide(cli, unit: Unit, *, variant: str, below: Below | None, registry: bool
         return _build(cli, unit, variant, "--rebuild")
     if below is not None and below.image is None:
         if registry and engine.registry_has(cli, unit.image):
-            return Decision(Action.PULL, f"the registry holds {unit.image} (after {below.name}, the image it starts FROM)")
-        return Decision(Action.BUILD, f"the image it starts FROM ({below.name}) is built first")
+            return Decision(Action.PULL, f"the registry holds {unit.image}; the image it starts FROM "
+                                         f"({below.name}) is {below.first} first")
+        return Decision(Action.BUILD, f"the image it starts FROM ({below.name}) is {below.first} first")
     found = engine.find_by_key(cli, unit.name, unit.key, unit.image, below.image if below else None)
     if found is not None:
         image_id, tags = found
@@ -77,3 +81,20 @@ def _build(cli, unit: Unit, variant: str, why: str) -> Decision:
     last = engine.last_inputs(cli, unit.name, variant, unit.key)
     moved = tuple(changed(last, dict(unit.inputs))) if last is not None else (NO_EARLIER_BUILD,)
     return Decision(Action.BUILD, why or ", ".join(moved), changed=moved)
+
+
+def preview(cli, plan: Plan, *, rebuild: bool = False) -> list[Decision]:
+    """Every unit's decision, in build order, before anything is built (`invoke plan`): a unit below that is to
+    be pulled or built is not here yet for the units above it."""
+    decided: dict[str, Decision] = {}
+    for unit in plan.units:
+        below = plan.below(unit)
+        decided[unit.name] = decide(cli, unit, variant=plan.variant(unit), rebuild=rebuild, registry=plan.options.remote,
+                                    below=_below(below.name, decided[below.name]) if below else None)
+    return list(decided.values())
+
+
+def _below(name: str, decision: Decision) -> Below:
+    if decision.action is Action.REUSE:
+        return Below(name, decision.image_id)
+    return Below(name, None, "pulled" if decision.action is Action.PULL else "built")

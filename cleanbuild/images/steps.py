@@ -89,7 +89,7 @@ def _ensure(ctx: Ctx, rec: BuildRecord, unit: Unit, labels: tuple[tuple[str, str
     finds every image this build used."""
     o, cli = ctx.plan.options, ctx.cli
     below = ctx.plan.below(unit)
-    ask = functools.partial(reuse.decide, cli, unit, variant=_variant(ctx, unit), rebuild=ctx.rebuild,
+    ask = functools.partial(reuse.decide, cli, unit, variant=ctx.plan.variant(unit), rebuild=ctx.rebuild,
                             below=reuse.Below(below.name, below.image) if below is not None else None)
     decision, how = ask(registry=o.remote), "found here by key"
     if decision.action is reuse.Action.PULL:
@@ -116,13 +116,9 @@ def _ensure(ctx: Ctx, rec: BuildRecord, unit: Unit, labels: tuple[tuple[str, str
     return UnitRecord(unit.name, unit.key, unit.image, image_id, "built", how, decision.changed)
 
 
-def _variant(ctx: Ctx, unit: Unit) -> str:
-    return ctx.plan.stem if unit.variant else ""
-
-
 def unit_labels(ctx: Ctx, unit: Unit) -> tuple[tuple[str, str], ...]:
     """The labels an image is found by: its unit, key and variant, and the inputs its key is the hash of."""
-    return ((engine.UNIT_LABEL, unit.name), (engine.KEY_LABEL, unit.key), (engine.VARIANT_LABEL, _variant(ctx, unit)),
+    return ((engine.UNIT_LABEL, unit.name), (engine.KEY_LABEL, unit.key), (engine.VARIANT_LABEL, ctx.plan.variant(unit)),
             (engine.INPUTS_LABEL, json.dumps(dict(unit.inputs), sort_keys=True, separators=(",", ":"))))
 
 

@@ -11,6 +11,7 @@ sends the process a real SIGINT, so a block that holds Ctrl-C back (cleanbuild.i
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
 import signal
@@ -66,6 +67,15 @@ class Images:
 
     def remove(self, image: str, force: bool = False, noprune: bool = False) -> None:
         self.fake.call("images.remove", image, lambda: self.fake.remove_image(image, force))
+
+    def get_registry_data(self, ref: str) -> Image:
+        return self.fake.call("images.get_registry_data", ref, lambda: self.fake.in_registry(ref))
+
+    def pull(self, repository: str, tag: str | None = None) -> Image:
+        return self.fake.call("images.pull", f"{repository}:{tag}", lambda: self.fake.pull(f"{repository}:{tag}"))
+
+    def push(self, repository: str, tag: str | None = None, stream: bool = False, decode: bool = False) -> list[dict]:
+        return self.fake.call("images.push", f"{repository}:{tag}", lambda: self.fake.push(f"{repository}:{tag}"))
 
 
 class Api:
@@ -171,18 +181,27 @@ class FakeEngine:
     def __init__(self):
         self.by_id: dict[str, Image] = {}
         self.names: dict[str, str] = {}  # repository:tag -> image ID
+        self.registry: dict[str, Image] = {}  # repository:tag -> the image a remote registry holds under it
         self.created: list[Container] = []  # every container ever created; live() are those not removed
         self.programs: dict[str, Program] = {}  # container-name prefix -> what such a container does when started
         self._faults: list[tuple[str, str, BaseException | Callable[[], None]]] = []  # (call, subject prefix, what), once each
         self.images, self.containers, self.api = Images(self), Containers(self), Api(self)
+        self._ids = itertools.count()
 
     def add_image(self, layers: tuple[str, ...], labels: dict | None = None, name: str | None = None,
                   files: dict[str, bytes] | None = None) -> str:
-        image_id = f"sha256:{len(self.by_id):064x}"
+        number = next(self._ids)
+        image_id = f"sha256:{number:064x}"
         self.by_id[image_id] = Image(self, image_id, dict(labels or {}), tuple(layers), dict(files or {}),
-                                     f"2026-12-01T{len(self.by_id):06d}")
+                                     f"2026-12-01T{number:06d}")
         if name:
             self.names[name] = image_id
+        return image_id
+
+    def add_remote(self, layers: tuple[str, ...], labels: dict, name: str) -> str:
+        """An image only the remote registry holds, under name (another node built and pushed it)."""
+        image_id = self.add_image(layers, labels)
+        self.registry[name] = self.by_id.pop(image_id)
         return image_id
 
     def image(self, ref: str) -> Image:
@@ -201,6 +220,23 @@ class FakeEngine:
             for name in image.tags:
                 del self.names[name]
             del self.by_id[image.id]
+
+    def in_registry(self, ref: str) -> Image:
+        if ref not in self.registry:
+            raise docker.errors.NotFound(f"manifest unknown: {ref}")
+        return self.registry[ref]
+
+    def pull(self, ref: str) -> Image:
+        """The registry's image here under its ID (the containerd store's: its manifest digest), named ref."""
+        image = self.in_registry(ref)
+        self.by_id.setdefault(image.id, image)
+        self.names[ref] = image.id
+        return image
+
+    def push(self, ref: str) -> list[dict]:
+        """The registry holds ref's image; the stream's last record names its digest (the image ID here)."""
+        self.registry[ref] = self.image(ref)
+        return [{"status": "Pushed"}, {"aux": {"Tag": ref.rpartition(":")[2], "Digest": self.registry[ref].id}}]
 
     def tags(self, repository: str) -> list[str]:
         """Every name in one repository, sorted."""
