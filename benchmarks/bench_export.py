@@ -21,12 +21,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from cleanbuild.images import buildx  # noqa: E402
+from cleanbuild.images import buildx_argv  # noqa: E402
 from cleanbuild.images.plan import build_spec  # noqa: E402
 from tests.support.builds import VARIANTS, offline_plan  # noqa: E402
 
 
-def measure(argv: list[str], compression: str) -> dict:
+def measure(spec, options, compression: str) -> dict:
     archive = Path(f"/tmp/bench-export-{compression}.tar")
     out = f"type=oci,dest={archive},rewrite-timestamp=true"
     kind, _, level = compression.partition("-")  # zstd-1: zstd at compression-level 1
@@ -34,9 +34,8 @@ def measure(argv: list[str], compression: str) -> dict:
         out += f",compression={kind},force-compression=true"
     if level:
         out += f",compression-level={level}"
-    at = argv.index("-t")
-    cmd = [*argv[:at], "--no-cache", "--build-arg", f"SOURCE_DATE_EPOCH={buildx.SOURCE_DATE_EPOCH}",
-           "--provenance=false", "--output", out, *argv[at:]]
+    cmd = buildx_argv.argv(spec, options, ("--no-cache", "--build-arg", f"SOURCE_DATE_EPOCH={buildx_argv.SOURCE_DATE_EPOCH}",
+                                           "--provenance=false", "--output", out))
     start = time.monotonic()
     built = subprocess.run(cmd, capture_output=True, text=True, check=False)  # noqa: S603
     build_s = time.monotonic() - start
@@ -59,9 +58,9 @@ def manifest_digest(archive: Path) -> str:
 def main() -> int:
     unit = sys.argv[1] if len(sys.argv) > 1 else "venv"
     plan = offline_plan(VARIANTS[0], run_id="bench-export")
-    argv = build_spec(plan.unit(unit)).argv(builder=None, progress="plain", ca_bundle=plan.options.ca_bundle, load=False)
+    spec = build_spec(plan.unit(unit))
     for compression in sys.argv[2:] or ["gzip", "zstd", "uncompressed"]:
-        print(json.dumps({"unit": unit, **measure(argv, compression)}), flush=True)
+        print(json.dumps({"unit": unit, **measure(spec, plan.options, compression)}), flush=True)
     return 0
 
 

@@ -17,7 +17,6 @@ from validation.archs import CK_MODES
 from . import metadata
 from .checkout import Checkout
 from .gpuhost.arch import Arch
-from .refs import split_image
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOCKER_DIR = REPO_ROOT / "docker"
@@ -69,7 +68,8 @@ class Options:
 
 @dataclass(frozen=True)
 class BuildSpec:
-    """One `docker buildx build`. `image` is the name it is loaded under."""
+    """One `docker buildx build`, as data (cleanbuild.images.buildx_argv makes its argv). `image` is the name
+    it is loaded under."""
 
     step: str
     dockerfile: Path
@@ -77,25 +77,6 @@ class BuildSpec:
     target: str | None
     build_args: tuple[tuple[str, str], ...]
     image: str
-
-    def argv(self, *, builder: str | None, progress: str, ca_bundle: Path | None, iidfile: Path | None = None,
-             labels: tuple[tuple[str, str], ...] = (), load: bool = True, cache: tuple[str, ...] = ()) -> list[str]:
-        argv = ["docker", "buildx", "build"]
-        if builder:
-            argv += ["--builder", builder]
-        argv += ["--progress", progress, "--network", "host", "-f", str(self.dockerfile), *cache]
-        argv += ["--load"] if load else []
-        if self.target:
-            argv += ["--target", self.target]
-        for key, value in self.build_args:
-            argv += ["--build-arg", f"{key}={value}"]
-        for key, value in labels:
-            argv += ["--label", f"{key}={value}"]
-        if ca_bundle:
-            argv += ["--secret", f"id=ca,src={ca_bundle}"]
-        if iidfile:
-            argv += ["--iidfile", str(iidfile)]
-        return [*argv, "-t", self.image, str(self.context)]
 
 
 @dataclass(frozen=True)
@@ -122,22 +103,6 @@ class RunSpec:
         for key, value in self.env:
             argv += ["-e", f"{key}={value}"]
         return [*argv, "-w", self.workdir, image, *self.command]
-
-
-def cache_flags(spec: BuildSpec, options: Options, *, containerd_store: bool = False) -> tuple[str, ...]:
-    """Build cache through the registry. The docker driver (the engine's own BuildKit) with the classic image store
-    can only export the cache inline, in the image it pushes (the final image's layers); with the containerd image
-    store, or on a docker-container or remote builder, every stage's cache goes to the registry (mode=max): `auto`
-    takes that when the engine has the containerd store. Inline, each build reads the content-keyed image and its
-    stem's `-latest` tag, so a changed key still starts from the last build's layers."""
-    if options.cache == "none" or (options.cache == "auto" and not options.remote):
-        return ()
-    repo, tag = split_image(spec.image)
-    stem = tag.rsplit("-", 1)[0]
-    if options.cache == "registry" or (options.cache == "auto" and containerd_store and options.builder is None):
-        ref = f"type=registry,ref={repo}:{stem}-buildcache"
-        return ("--cache-from", ref, "--cache-to", f"{ref},mode=max")
-    return ("--cache-to", "type=inline", "--cache-from", spec.image, "--cache-from", f"{repo}:{stem}-latest")
 
 
 @dataclass(frozen=True)

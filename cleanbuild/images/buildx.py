@@ -8,6 +8,7 @@ Two paths, chosen by what the engine can do (cleanbuild.engine.reproducible_buil
   part `docker load` stores as it is. The same inputs give the same manifest digest, here and in a registry
   (`docker push` sends those very bytes). The image exporter (`type=image`) refuses rewrite-timestamp with the
   containerd store ("conflicts with unpack").
+Their command lines come from cleanbuild.images.buildx_argv; this module runs them and reads what they made.
 """
 
 from __future__ import annotations
@@ -21,14 +22,12 @@ from pathlib import Path
 
 from ..errors import BuildFailed, StepFailed, UsageError
 from ..run import quote, run, run_logged
-from ..spec import BuildSpec, Options, cache_flags
-from . import ocilayout
+from ..spec import BuildSpec, Options
+from . import buildx_argv, ocilayout
+from .buildx_argv import cache_flags
 from .dockerfile import declared_args
 
 Attestations = ocilayout.Statements  # image manifest digest -> in-toto statements about it
-
-# Every file a build writes and the image config carry this time: 1980-01-01, the earliest a zip (a wheel) holds.
-SOURCE_DATE_EPOCH = 315532800
 
 
 def build(spec: BuildSpec, options: Options, *, labels: tuple[tuple[str, str], ...] = (),
@@ -36,7 +35,7 @@ def build(spec: BuildSpec, options: Options, *, labels: tuple[tuple[str, str], .
           containerd_store: bool = False, attestations: Attestations | None = None) -> str:
     """Build one spec; returns the image ID. build_args replaces the plan's (the patch step builds FROM an ID).
     reproducible: the engine can give the same digest for the same inputs (see the module's docstring);
-    containerd_store: the engine's BuildKit can export every stage's cache to the registry (spec.cache_flags);
+    containerd_store: the engine's BuildKit can export every stage's cache to the registry (buildx_argv.cache_flags);
     attestations: on the reproducible path, the in-toto statements about the image manifest digest it is given,
     attached to the image (cleanbuild.images.attest); the image ID is then the index's digest."""
     if build_args is not None:
@@ -49,8 +48,7 @@ def build(spec: BuildSpec, options: Options, *, labels: tuple[tuple[str, str], .
         return _build_reproducible(spec, options, labels, cache, show, attestations)
     iid = run_dir / f"{spec.step}.iid"
     iid.unlink(missing_ok=True)
-    argv = spec.argv(builder=options.builder, progress=options.progress, ca_bundle=options.ca_bundle, iidfile=iid,
-                     labels=labels, cache=cache)
+    argv = buildx_argv.argv(spec, options, buildx_argv.load(iid), labels=labels, cache=cache)
     _run_build(spec, argv, run_dir / f"{spec.step}.log", show)
     return iid.read_text().strip()
 
@@ -63,15 +61,6 @@ def check_build_args(spec: BuildSpec) -> None:
                          "To fix, remove them from the profile or declare them with ARG in the Dockerfile.")
 
 
-def reproducible_flags(layout: Path, metadata: Path) -> list[str]:
-    """What makes a build's bytes a function of its inputs: every time set to SOURCE_DATE_EPOCH, no provenance
-    (BuildKit's records the build's start and end); the image goes into the OCI layout (cleanbuild.images.ocilayout).
-    New layers are zstd-compressed: rewrite-timestamp compresses each layer twice; README "Engines" has what it cost
-    per compression on the venv layer (benchmarks/bench_export.py). Docker >= 23 and containerd >= 1.5 pull zstd."""
-    return ["--build-arg", f"SOURCE_DATE_EPOCH={SOURCE_DATE_EPOCH}", "--provenance=false",
-            *ocilayout.flags(layout, metadata)]
-
-
 def _build_reproducible(spec: BuildSpec, options: Options, labels: tuple[tuple[str, str], ...],
                         cache: tuple[str, ...], show: bool, attestations: Attestations | None) -> str:
     """Build into the OCI layout, load what is new of it, and return its manifest digest (or, with attestations,
@@ -81,12 +70,9 @@ def _build_reproducible(spec: BuildSpec, options: Options, labels: tuple[tuple[s
     ocilayout.prune(layout)
     metadata = options.run_dir / f"{spec.step}.metadata.json"
     metadata.unlink(missing_ok=True)
-    argv = spec.argv(builder=options.builder, progress=options.progress, ca_bundle=options.ca_bundle,
-                     labels=labels, load=False, cache=cache)
-    at = argv.index("-t")
+    argv = buildx_argv.argv(spec, options, buildx_argv.oci_layout(layout, metadata), labels=labels, cache=cache)
     before = ocilayout.blobs(layout)
-    log = options.run_dir / f"{spec.step}.log"
-    _run_build(spec, [*argv[:at], *reproducible_flags(layout, metadata), *argv[at:]], log, show)
+    _run_build(spec, argv, options.run_dir / f"{spec.step}.log", show)
     digest = ocilayout.load(ocilayout.exported(layout, metadata, before), attestations,
                             options.run_dir / f"{spec.step}.load.log")
     loaded = run(["docker", "image", "inspect", "--format", "{{.Id}}", spec.image], capture=True, echo=False).stdout.strip()
@@ -121,9 +107,7 @@ def export(spec: BuildSpec, options: Options, dest: Path) -> Path:
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.partial-"))
     try:
-        argv = spec.argv(builder=options.builder, progress=options.progress, ca_bundle=options.ca_bundle, load=False)
-        at = argv.index("-t")
-        argv = [*argv[:at], "--output", f"type=local,dest={tmp}", argv[-1]]
+        argv = buildx_argv.argv(spec, options, buildx_argv.local(tmp), tagged=False)
         code = run_logged(argv, options.run_dir / "export.log")
         if code != 0:
             raise BuildFailed(f"the export build failed (exit {code}); log {options.run_dir / 'export.log'}")
@@ -147,4 +131,4 @@ def verify_export(folder: Path) -> int:
 
 
 def describe(spec: BuildSpec, options: Options) -> str:
-    return quote(spec.argv(builder=options.builder, progress=options.progress, ca_bundle=options.ca_bundle))
+    return quote(buildx_argv.argv(spec, options, buildx_argv.load()))

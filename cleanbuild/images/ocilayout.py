@@ -53,13 +53,6 @@ def folder(cache_dir: Path) -> Path:
     return cache_dir / "oci"
 
 
-def flags(layout: Path, metadata: Path) -> list[str]:
-    """buildx flags: the image into the layout (new layers zstd-compressed, README "Engines"), its descriptor into
-    the metadata file."""
-    return ["--metadata-file", str(metadata),
-            "--output", f"type=oci,dest={layout},tar=false,compression=zstd,rewrite-timestamp=true"]
-
-
 def blobs(layout: Path) -> set[str]:
     """The digests of the blobs the layout holds."""
     root = layout / "blobs"

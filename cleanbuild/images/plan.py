@@ -22,7 +22,7 @@ from ..spec import DOCKER_DIR, REPO_ROOT, BuildSpec, Options, RunSpec
 from ..upstream import lock, lockfile
 from ..upstream.gitrepo import is_url, local_path
 from ..upstream.profiles import Profile, strings, table
-from . import srcplan
+from . import buildx_argv, srcplan
 from .components import BUILD_ENVS, WHEEL_UNITS, Unit, make_unit, text_digest
 from .dockerfile import base_image
 
@@ -361,8 +361,7 @@ def commands(plan: Plan) -> list[list[str]]:
     """The exact commands build-clean runs, in order: one build per image (each only when no image with its key
     exists here or in the registry), then the containers and the tag."""
     o = plan.options
-    out = [s.argv(builder=o.builder, progress=o.progress, ca_bundle=o.ca_bundle, iidfile=Path(f"{s.step}.iid"))
-           for s in (build_spec(u) for u in plan.units)]
+    out = [buildx_argv.argv(s, o, buildx_argv.load(Path(f"{s.step}.iid"))) for s in (build_spec(u) for u in plan.units)]
     out.append(plan.validate.argv(plan.patch.image, ("<GPU flags: /dev/kfd, chosen render nodes, their GIDs>",)))
     if plan.smoke:
         out.append(plan.smoke.argv(plan.patch.image, ("<GPU flags>",)))

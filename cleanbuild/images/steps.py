@@ -15,10 +15,11 @@ from .. import engine, metadata
 from ..errors import StepFailed, UsageError
 from ..gpuhost import gpu
 from ..refs import split_image
-from ..spec import BuildSpec, cache_flags
+from ..spec import BuildSpec
 from . import buildx, devcontext, reuse, sbom, srcplan
 from . import prepare as preparer
 from . import report as reports
+from .buildx_argv import cache_flags
 from .components import Unit
 from .plan import Plan, build_spec, patch_build
 from .record import (

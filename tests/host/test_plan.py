@@ -13,8 +13,9 @@ from cleanbuild.errors import UsageError
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.images import buildx, dockerfile, steps
 from cleanbuild.images import plan as P
+from cleanbuild.images.buildx_argv import cache_flags
 from cleanbuild.images.record import BuildRecord
-from cleanbuild.spec import DOCKER_DIR, Options, cache_flags
+from cleanbuild.spec import DOCKER_DIR, Options
 from cleanbuild.upstream import profiles
 from tests.support.upstream import AITER_HEAD
 

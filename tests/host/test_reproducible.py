@@ -14,7 +14,7 @@ import pytest
 import zstandard
 
 from cleanbuild.engine import reproducible_builds
-from cleanbuild.images import buildx, reproduce
+from cleanbuild.images import buildx_argv, reproduce
 
 
 @pytest.mark.parametrize(("version", "store", "builder", "expected"), [
@@ -30,10 +30,10 @@ def test_reproducible_builds_only_on_docker_26_with_the_containerd_store(version
 
 
 def test_reproducible_flags_set_the_epoch_and_rewrite_every_timestamp_into_the_layout(tmp_path):
-    flags = buildx.reproducible_flags(tmp_path / "oci", tmp_path / "m.json")
-    assert flags == ["--build-arg", f"SOURCE_DATE_EPOCH={buildx.SOURCE_DATE_EPOCH}", "--provenance=false",
+    flags = buildx_argv.oci_layout(tmp_path / "oci", tmp_path / "m.json")
+    assert flags == ("--build-arg", f"SOURCE_DATE_EPOCH={buildx_argv.SOURCE_DATE_EPOCH}", "--provenance=false",
                      "--metadata-file", str(tmp_path / "m.json"), "--output",
-                     f"type=oci,dest={tmp_path / 'oci'},tar=false,compression=zstd,rewrite-timestamp=true"]
+                     f"type=oci,dest={tmp_path / 'oci'},tar=false,compression=zstd,rewrite-timestamp=true")
 
 
 def test_diff_files_names_the_first_path_and_the_fields_that_differ():
