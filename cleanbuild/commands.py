@@ -84,7 +84,7 @@ def plan_dict(plan: Plan) -> dict:
     }
 
 
-def unit_states(plan: Plan, *, rebuild: bool = False) -> list[dict]:
+def unit_states(plan: Plan) -> list[dict]:
     """Per unit: what the build will do (cleanbuild.images.reuse: reused, pull or build), why, and the inputs that
     changed since the last other build of it here. Asks the engine; without one, says so (the plan stays pure)."""
     try:
@@ -92,7 +92,7 @@ def unit_states(plan: Plan, *, rebuild: bool = False) -> list[dict]:
     except CleanBuildError as exc:
         return [{"state": "unknown", "why": f"no engine: {exc}", "changed": []} for _ in plan.units]
     return [{"state": d.action.value, "why": d.reason, "changed": list(d.changed)}
-            for d in reuse.preview(cli, plan, rebuild=rebuild)]
+            for d in reuse.preview(cli, plan)]
 
 
 # ---- build steps --------------------------------------------------------------------------------------------

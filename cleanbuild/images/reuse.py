@@ -49,11 +49,6 @@ class Decision:
     tags: tuple[str, ...] = ()  # reused: its names
     changed: tuple[str, ...] = ()  # built: the inputs that differ from the last other build here
 
-    @property
-    def reused(self) -> bool:
-        """What the build's record will say: reused (found here or pulled) rather than built."""
-        return self.action is not Action.BUILD
-
 
 def decide(cli, unit: Unit, *, variant: str, below: Below | None, registry: bool,
            rebuild: bool = False) -> Decision:
@@ -83,13 +78,13 @@ def _build(cli, unit: Unit, variant: str, why: str) -> Decision:
     return Decision(Action.BUILD, why or ", ".join(moved), changed=moved)
 
 
-def preview(cli, plan: Plan, *, rebuild: bool = False) -> list[Decision]:
+def preview(cli, plan: Plan) -> list[Decision]:
     """Every unit's decision, in build order, before anything is built (`invoke plan`): a unit below that is to
     be pulled or built is not here yet for the units above it."""
     decided: dict[str, Decision] = {}
     for unit in plan.units:
         below = plan.below(unit)
-        decided[unit.name] = decide(cli, unit, variant=plan.variant(unit), rebuild=rebuild, registry=plan.options.remote,
+        decided[unit.name] = decide(cli, unit, variant=plan.variant(unit), registry=plan.options.remote,
                                     below=_below(below.name, decided[below.name]) if below else None)
     return list(decided.values())
 
