@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from .images.plan import Plan
+    from .images.record import StepRecord
 
 # Not a terminal (CI, a log file): plain lines, wide enough that image names and argv are not wrapped.
 console = Console(stderr=True, highlight=False, force_terminal=None if sys.stderr.isatty() else False,
@@ -23,7 +29,7 @@ def step_done(name: str, status: str, seconds: float, detail: str) -> None:
     console.print(f"{MARKS.get(status, '?')} {name} ({seconds:.1f} s){' ' + escape(detail) if detail else ''}")
 
 
-def steps_table(title: str, steps) -> Table:
+def steps_table(title: str, steps: Iterable[StepRecord]) -> Table:
     table = Table(title=title)
     for col in ("step", "status", "seconds", "detail"):
         table.add_column(col)
@@ -41,7 +47,7 @@ def key_values(title: str, rows: list[tuple[str, object]]) -> Table:
     return table
 
 
-def units_table(plan, states: list[dict]) -> Table:
+def units_table(plan: Plan, states: list[dict[str, str]]) -> Table:
     """Per keyed image of a plan: its key, image name, and whether it will be reused or built (and why)."""
     table = Table(title=f"images by key: {plan.stem}")
     for col in ("unit", "key", "image", "state", "why"):
