@@ -16,7 +16,7 @@ import os
 import sys
 import tomllib
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TextIO, TypeVar, cast
 
 from packaging.requirements import InvalidRequirement
 from packaging.specifiers import InvalidSpecifier
@@ -90,7 +90,7 @@ def _drop_stdout() -> None:
 class CheckedStdout:
     """sys.stdout while a command runs: a failed write or flush is StdoutFailed, told apart from a file's error."""
 
-    def __init__(self, stream):
+    def __init__(self, stream: TextIO) -> None:
         self.stream = stream
 
     def write(self, text: str) -> int:
@@ -107,14 +107,14 @@ class CheckedStdout:
             _drop_stdout()
             raise StdoutFailed(exc.errno, exc.strerror) from None
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:  # every other attribute of the stream, as it is
         return getattr(self.stream, name)
 
 
 def guarded(body: Callable[[], T], *, debug: bool, report: Callable[[CleanBuildError], None]) -> T | int:
     """Run body inside the boundary: its result, or report(error) and the error's exit code."""
     stdout = sys.stdout
-    sys.stdout = CheckedStdout(stdout)
+    sys.stdout = cast(TextIO, CheckedStdout(stdout))  # a TextIO by duck typing: __getattr__ passes the rest on
     try:
         result = body()
         sys.stdout.flush()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 from rich.console import Console
 from rich.markup import escape
@@ -23,7 +25,40 @@ def step_done(name: str, status: str, seconds: float, detail: str) -> None:
     console.print(f"{MARKS.get(status, '?')} {name} ({seconds:.1f} s){' ' + escape(detail) if detail else ''}")
 
 
-def steps_table(title: str, steps) -> Table:
+class _Step(Protocol):
+    """A finished step as the tables show it (cleanbuild.images.record.StepRecord); the console imports no layer above."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def seconds(self) -> float: ...
+    @property
+    def detail(self) -> str: ...
+
+
+class _Unit(Protocol):
+    """A keyed image of a plan (cleanbuild.images.components.Unit)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def short(self) -> str: ...
+    @property
+    def image(self) -> str: ...
+
+
+class _Plan(Protocol):
+    """The part of a plan (cleanbuild.images.plan.Plan) units_table shows."""
+
+    @property
+    def stem(self) -> str: ...
+    @property
+    def units(self) -> Sequence[_Unit]: ...
+
+
+def steps_table(title: str, steps: Iterable[_Step]) -> Table:
     table = Table(title=title)
     for col in ("step", "status", "seconds", "detail"):
         table.add_column(col)
@@ -41,7 +76,7 @@ def key_values(title: str, rows: list[tuple[str, object]]) -> Table:
     return table
 
 
-def units_table(plan, states: list[dict]) -> Table:
+def units_table(plan: _Plan, states: list[dict[str, str]]) -> Table:
     """Per keyed image of a plan: its key, image name, and whether it will be reused or built (and why)."""
     table = Table(title=f"images by key: {plan.stem}")
     for col in ("unit", "key", "image", "state", "why"):

@@ -18,9 +18,11 @@ import shlex
 import shutil
 import sys
 import tarfile
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from packaging.version import Version
 
@@ -30,19 +32,25 @@ from .refs import parse_image
 from .run import run
 from .spec import EngineFacts, RunSpec
 
+if TYPE_CHECKING:
+    from docker.client import DockerClient
+    from docker.models.images import Image
+
 MIN_ENGINE = Version("20.10")
 # Moby 26.0 vendors BuildKit 0.13, the first with the exporters' rewrite-timestamp (Debian's build reports BuildKit
 # "v0.0.0+unknown", so the engine's version is what can be read).
 REPRODUCIBLE_ENGINE = Version("26.0")
 CONTAINERD_STORE = "io.containerd.snapshotter.v1"
 _COUNTER = itertools.count()
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
-def _boundary(fn):
+def _boundary(fn: Callable[_P, _R]) -> Callable[_P, _R]:
     """SDK and transport errors -> one-line CleanBuildErrors (ImageNotFound is the user's input: exit 2)."""
 
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         import requests
 
         import docker
@@ -66,7 +74,7 @@ def _explain(exc: Exception) -> str:
     return " ".join(str(text).split())[:300]
 
 
-def client():
+def client() -> DockerClient:
     import docker  # the SDK is a host dependency; imported late so `invoke --list` works without an engine
 
     try:
@@ -79,7 +87,7 @@ def client():
 
 
 @_boundary
-def preflight(cli, need_gib: float, builder: str | None = None) -> EngineFacts:
+def preflight(cli: DockerClient, need_gib: float, builder: str | None = None) -> EngineFacts:
     """Engine recent enough, buildx present (and the builder, when one is named), disk space for the plan."""
     version = str(cli.version().get("Version", "0"))
     if Version(_numeric(version)) < MIN_ENGINE:
@@ -112,7 +120,7 @@ def _numeric(version: str) -> str:
 
 
 @_boundary
-def image_id(cli, name: str) -> str | None:
+def image_id(cli: DockerClient, name: str) -> str | None:
     import docker
 
     try:
@@ -122,12 +130,18 @@ def image_id(cli, name: str) -> str | None:
 
 
 @_boundary
-def inspect(cli, ref: str) -> dict:
-    return cli.api.inspect_image(ref)
+def inspect(cli: DockerClient, ref: str) -> dict[str, Any]:
+    """The engine's inspect JSON (arbitrary nesting, read by key where it is used)."""
+    return _inspected(cli, ref)
+
+
+def _inspected(cli: DockerClient, ref: str) -> dict[str, Any]:
+    inspected: dict[str, Any] = cli.api.inspect_image(ref)  # type: ignore[no-untyped-call]  # types-docker leaves it untyped
+    return inspected
 
 
 @_boundary
-def read_file(cli, image: str, path: str, run_id: str = "adhoc") -> bytes | None:
+def read_file(cli: DockerClient, image: str, path: str, run_id: str = "adhoc") -> bytes | None:
     """A file's bytes from an image without starting it (create, get_archive, remove); None when absent."""
     import docker
 
@@ -150,14 +164,15 @@ def read_file(cli, image: str, path: str, run_id: str = "adhoc") -> bytes | None
                 container.remove(force=True)
 
 
-def read_json(cli, image: str, path: str, run_id: str = "adhoc") -> object | None:
+def read_json(cli: DockerClient, image: str, path: str, run_id: str = "adhoc") -> object | None:
     data = read_file(cli, image, path, run_id)
     if not data:
         return None
     try:
-        return json.loads(data)
+        parsed: object = json.loads(data)
     except ValueError:
         raise UsageError(f"{image}:{path} is not valid JSON. To fix, rebuild the image with build-clean.") from None
+    return parsed
 
 
 @dataclass(frozen=True)
@@ -176,7 +191,7 @@ SEALED_FLAGS = ("--read-only", "--tmpfs", "/tmp", "--entrypoint", "", "--user", 
 
 
 @_boundary
-def run_container(cli, image: str, spec: RunSpec, gpu: dict | None = None, timeout_s: float = 3600, *,
+def run_container(cli: DockerClient, image: str, spec: RunSpec, gpu: Mapping[str, Any] | None = None, timeout_s: float = 3600, *,
                   sealed: bool = False) -> RunResult:
     """Run spec in image: the one place a container is started. gpu: the device kwargs of cleanbuild.gpuhost.gpu. Logs
     come back whatever the exit; the container is created, then started inside the `try`, so a failed start is
@@ -216,10 +231,10 @@ def run_container(cli, image: str, spec: RunSpec, gpu: dict | None = None, timeo
                 container.remove(force=True)
 
 
-def _sdk_kwargs(spec: RunSpec, gpu: dict) -> dict:
+def _sdk_kwargs(spec: RunSpec, gpu: Mapping[str, Any]) -> dict[str, Any]:
     from docker.types import Mount
 
-    kwargs: dict = {
+    kwargs: dict[str, Any] = {
         "name": spec.name, "network_mode": spec.network, "working_dir": spec.workdir,
         "environment": dict(spec.env), "labels": {metadata.RUN_LABEL: spec.run_id or "adhoc"},
         # Mount objects, not `volumes`: a host path holding ':' (a model folder) is taken as it is.
@@ -232,7 +247,7 @@ def _sdk_kwargs(spec: RunSpec, gpu: dict) -> dict:
     return kwargs
 
 
-def _sealed_kwargs(spec: RunSpec) -> dict:
+def _sealed_kwargs(spec: RunSpec) -> dict[str, Any]:
     from docker.types import Mount
 
     # root, whatever the image's USER: it must read every home folder; the root fs is read-only, the network off.
@@ -248,7 +263,7 @@ def _sealed_kwargs(spec: RunSpec) -> dict:
 
 
 @_boundary
-def remove_run_containers(cli, run_id: str) -> list[str]:
+def remove_run_containers(cli: DockerClient, run_id: str) -> list[str]:
     """Every container a run created, found by its label (even one a Ctrl-C left with a random name)."""
     import docker
 
@@ -257,19 +272,19 @@ def remove_run_containers(cli, run_id: str) -> list[str]:
     for c in cli.containers.list(all=True, ignore_removed=True, filters={"label": f"{metadata.RUN_LABEL}={run_id}"}):
         with contextlib.suppress(docker.errors.NotFound):
             c.remove(force=True)
-            removed.append(c.name)
+            removed.append(c.name or c.short_id)  # the engine names every container; the SDK types it Optional
     return removed
 
 
 @_boundary
-def tag(cli, image: str, repository: str, tag_name: str) -> str:
+def tag(cli: DockerClient, image: str, repository: str, tag_name: str) -> str:
     if not cli.images.get(image).tag(repository, tag_name):
         raise StepFailed(f"the engine did not tag {image} as {repository}:{tag_name}.")
     return f"{repository}:{tag_name}"
 
 
 @_boundary
-def untag(cli, ref: str) -> bool:
+def untag(cli: DockerClient, ref: str) -> bool:
     import docker
 
     try:
@@ -280,20 +295,20 @@ def untag(cli, ref: str) -> bool:
 
 
 @_boundary
-def largest_layers(cli, image: str, count: int = 5) -> list[dict]:
-    history = cli.api.history(image)
+def largest_layers(cli: DockerClient, image: str, count: int = 5) -> list[dict[str, Any]]:
+    history = cli.api.history(image)  # type: ignore[no-untyped-call]  # types-docker leaves APIClient.history untyped
     layers = sorted(history, key=lambda h: h.get("Size", 0), reverse=True)[:count]
     return [{"size": h.get("Size", 0), "created_by": (h.get("CreatedBy") or "")[:160]} for h in layers]
 
 
 @_boundary
-def layers(cli, image: str) -> list[str]:
+def layers(cli: DockerClient, image: str) -> list[str]:
     """The image's layer digests (RootFS), bottom first: what two images share is stored and shipped once."""
-    return list(cli.api.inspect_image(image).get("RootFS", {}).get("Layers", []))
+    return list(_inspected(cli, image).get("RootFS", {}).get("Layers", []))
 
 
 @_boundary
-def save(cli, image: str, dest: Path) -> Path:
+def save(cli: DockerClient, image: str, dest: Path) -> Path:
     """`docker save` of one image into dest (a tar: manifest.json names each layer's file, bottom first)."""
     with dest.open("wb") as out:
         for chunk in cli.images.get(image).save(named=False):
@@ -308,7 +323,7 @@ def _split(ref: str) -> tuple[str, str]:
 
 
 @_boundary
-def pull(cli, ref: str) -> str | None:
+def pull(cli: DockerClient, ref: str) -> str | None:
     """Pull ref from its registry: the image ID, or None when the registry does not have it. Credentials come from
     Docker's own config and credential helpers (the SDK reads them); nothing of them is printed or stored here."""
     import docker
@@ -326,7 +341,7 @@ def pull(cli, ref: str) -> str | None:
 
 
 @_boundary
-def push(cli, ref: str) -> str:
+def push(cli: DockerClient, ref: str) -> str:
     """Push ref; returns the manifest digest the registry stored. A failed push (the registry went away) is one
     line; the registry only creates the tag once every blob and the manifest arrived, so no half-tagged image.
 
@@ -348,7 +363,7 @@ def push(cli, ref: str) -> str:
     return digest
 
 
-def _pulled_from(cli, ref: str) -> str | None:
+def _pulled_from(cli: DockerClient, ref: str) -> str | None:
     """A REPO@sha256:... of ref's image that its registry holds (the containerd store lists a digest for every
     registry-style name, pushed or not); one whose registry does not answer is passed over."""
     for source in repo_digests(cli, ref):
@@ -360,7 +375,7 @@ def _pulled_from(cli, ref: str) -> str | None:
     return None
 
 
-def registry_copy(cli, source: str, dest: str) -> str:
+def registry_copy(cli: DockerClient, source: str, dest: str) -> str:
     """Tag dest as source (REPO@sha256:..., in this registry or another) without moving anything through this
     engine: `docker buildx imagetools create` copies the manifest or index as it is, with its blobs (mounted
     within one registry). Returns the digest the registry holds for dest."""
@@ -379,8 +394,8 @@ def _status_digest(status: object) -> str | None:
 
 
 @_boundary
-def repo_digests(cli, ref: str) -> list[str]:
-    return list(cli.api.inspect_image(ref).get("RepoDigests") or [])
+def repo_digests(cli: DockerClient, ref: str) -> list[str]:
+    return list(_inspected(cli, ref).get("RepoDigests") or [])
 
 
 # ---- images found by key (cleanbuild.images.components) ---------------------------------------------------------------
@@ -389,19 +404,26 @@ KEY_LABEL, UNIT_LABEL, VARIANT_LABEL, INPUTS_LABEL = (metadata.label(n) for n in
 
 
 @_boundary
-def _keyed(cli, unit: str, key: str) -> list:
+def _keyed(cli: DockerClient, unit: str, key: str) -> list[Image]:
     found = cli.images.list(filters={"label": [f"{KEY_LABEL}={key}", f"{UNIT_LABEL}={unit}"]})
     return sorted(found, key=lambda i: i.attrs.get("Created", ""), reverse=True)
 
 
-def images_by_key(cli, unit: str, key: str) -> list[tuple[str, tuple[str, ...]]]:
+def _id(image: Image) -> str:
+    """A listed image always has its ID; the SDK types Model.id Optional (a model made from partial attrs)."""
+    if image.id is None:
+        raise StepFailed("the Docker engine listed an image without an ID. To fix, check dockerd.")
+    return image.id
+
+
+def images_by_key(cli: DockerClient, unit: str, key: str) -> list[tuple[str, tuple[str, ...]]]:
     """(image ID, its tags) of every local image built for this unit and key, whatever its name, newest first.
     More than one where the engine cannot build reproducibly (Docker 20.10 stamps build times) and an image was
     built again while an earlier one kept another name (a registry name, another plan's)."""
-    return [(i.id, tuple(i.tags)) for i in _keyed(cli, unit, key)]
+    return [(_id(i), tuple(i.tags)) for i in _keyed(cli, unit, key)]
 
 
-def find_by_key(cli, unit: str, key: str, name: str = "", on: str | None = None) -> tuple[str, tuple[str, ...]] | None:
+def find_by_key(cli: DockerClient, unit: str, key: str, name: str = "", on: str | None = None) -> tuple[str, tuple[str, ...]] | None:
     """(image ID, its tags) of a local image built for this unit and key, whatever its name; None if none. Where
     several carry the key, the one already named `name`, else the newest: a name never moves to another image of
     the same key, so what was built FROM it stays built FROM the same bytes.
@@ -412,12 +434,12 @@ def find_by_key(cli, unit: str, key: str, name: str = "", on: str | None = None)
     if on is not None:
         below = layers(cli, on)
         found = [i for i in found if i.attrs.get("RootFS", {}).get("Layers", [])[:len(below)] == below]
-    pairs = [(i.id, tuple(i.tags)) for i in found]
+    pairs = [(_id(i), tuple(i.tags)) for i in found]
     return next((i for i in pairs if name in i[1]), pairs[0] if pairs else None)
 
 
 @_boundary
-def last_inputs(cli, unit: str, variant: str, key: str) -> dict | None:
+def last_inputs(cli: DockerClient, unit: str, variant: str, key: str) -> dict[str, Any] | None:
     """The inputs of the other build of this unit (and variant) tagged here last: what changed since it was used.
     Not the newest by Created: a reproducible build's is SOURCE_DATE_EPOCH, and BuildKit 0.8 dates a cache hit by
     the build that first made its layers. The engine's LastTagTime is when this machine last built, found or pulled
@@ -447,7 +469,7 @@ def _when(stamp: object) -> datetime:
 
 
 @_boundary
-def registry_has(cli, ref: str) -> bool:
+def registry_has(cli: DockerClient, ref: str) -> bool:
     """A manifest check through the engine (no layers move): does the registry hold ref?"""
     import docker
 

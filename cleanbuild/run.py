@@ -114,7 +114,7 @@ def run(argv: Sequence[str | os.PathLike[str]], *, check: bool = True, capture: 
     return result
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

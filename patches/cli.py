@@ -14,10 +14,14 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, NoReturn, TextIO, TypeVar, cast
 
 from patches import engine, upstream
 from patches.catalog import PATCHES, by_name
+
+_T = TypeVar("_T")
 
 
 class UsageError(Exception):
@@ -25,7 +29,7 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # argparse prints usage plus message; we want one line
+    def error(self, message: str) -> NoReturn:  # argparse prints usage plus message; we want one line
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
@@ -59,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def add_upstream_parser(sub, debug: argparse.ArgumentParser) -> None:
+def add_upstream_parser(sub: argparse._SubParsersAction[_Parser], debug: _Parser) -> None:
     cmd = sub.add_parser(
         "upstream",
         parents=[debug],
@@ -84,7 +88,7 @@ class StdoutFailed(OSError):
 def main(argv: list[str] | None = None) -> int:
     """The error boundary: every failure is one line and a fixed exit code (see the module docstring)."""
     argv = sys.argv[1:] if argv is None else argv
-    stdout, sys.stdout = sys.stdout, _CheckedStdout(sys.stdout)
+    stdout, sys.stdout = sys.stdout, cast(TextIO, _CheckedStdout(sys.stdout))  # a TextIO by duck typing (__getattr__)
     try:
         code = dispatch(build_parser().parse_args(argv))
         sys.stdout.flush()
@@ -137,7 +141,7 @@ class _CheckedStdout:
     """sys.stdout while main() runs: a failed write is StdoutFailed (exit 3, said as such); fd 1 then becomes
     /dev/null so the interpreter's own flush at exit does not print 'Exception ignored' and exit 120."""
 
-    def __init__(self, stream):
+    def __init__(self, stream: TextIO) -> None:
         self.stream = stream
 
     def write(self, text: str) -> int:
@@ -146,7 +150,7 @@ class _CheckedStdout:
     def flush(self) -> None:
         self._checked(self.stream.flush)
 
-    def _checked(self, call, *args):
+    def _checked(self, call: Callable[..., _T], *args: object) -> _T:
         try:
             return call(*args)
         except OSError as exc:
@@ -158,7 +162,7 @@ class _CheckedStdout:
                 pass
             raise StdoutFailed(exc.errno, exc.strerror) from None
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:  # every other attribute of the stream, as it is
         return getattr(self.stream, name)
 
 

@@ -76,7 +76,7 @@ class Result:
     detail: str
     diff: str = ""
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, str]:
         return {
             "name": self.name,
             "target": self.target,
@@ -105,7 +105,7 @@ class Report:
             return 1
         return 0
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         return {
             "root": self.root,
             "mode": self.mode,

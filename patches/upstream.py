@@ -69,7 +69,7 @@ class Fetched:
     commit: str
     date: str  # committer date, ISO 8601
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, str]:
         return {
             "repo": self.repo,
             "source": self.source,
@@ -96,7 +96,7 @@ class UpstreamReport:
             raise KeyError(f"no upstream snapshot of {repo!r} for {target}")
         return found
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         patches = []
         for result in self.report.results:
             entry = result.to_json()

@@ -19,6 +19,7 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any, TypedDict
 
 from packaging.version import InvalidVersion, Version
 
@@ -337,7 +338,7 @@ def load_compat(path: Path | None = None) -> Compat:
     return compat
 
 
-def _rows(path: Path, data: dict, table: str) -> list:
+def _rows(path: Path, data: dict[str, Any], table: str) -> list[object]:
     rows = data.get(table)
     if not isinstance(rows, list) or not rows:
         raise UsageError(f"{path}: [[{table}]] is missing or empty. To fix, restore the file from git.")
@@ -420,9 +421,20 @@ def _too_old(info: DriverInfo, host: Version, row: RocmRow, need: DriverRelease,
 # ---- run flags ----------------------------------------------------------------------------------------------
 
 
-def run_flags(access: DeviceAccess) -> dict:
+class RunOptions(TypedDict, total=False):
+    """The docker SDK's containers.create()/run() keywords a GPU step adds (run_flags, then compute_options)."""
+
+    devices: list[str]
+    group_add: list[str]
+    environment: dict[str, str]
+    user: str
+    security_opt: list[str]
+    ipc_mode: str
+
+
+def run_flags(access: DeviceAccess) -> RunOptions:
     """docker SDK kwargs for containers.run(): the chosen nodes, their GIDs by number, the visible-device env."""
-    flags: dict = {
+    flags: RunOptions = {
         "devices": [f"{p}:{_container_path(p)}:rwm" for p in access.devices],
         "group_add": [str(g) for g in access.group_ids],
         "environment": dict(access.env),
@@ -446,19 +458,19 @@ def run_flags(access: DeviceAccess) -> dict:
 #   over InfiniBand across nodes); ROCm's docker pages do not ask for it, and a one-node smoke test registers
 #   nothing. Raising it needs CAP_SYS_RESOURCE in the daemon: a nested or rootless dockerd refuses to start such a
 #   container ("error setting rlimit type 8: operation not permitted", measured here).
-_SECCOMP: dict[str, object] = {"security_opt": ["seccomp=unconfined"]}
-STEP_OPTIONS: dict[str, dict[str, object]] = {
+_SECCOMP: RunOptions = {"security_opt": ["seccomp=unconfined"]}
+STEP_OPTIONS: dict[str, RunOptions] = {
     "validate": _SECCOMP,
     "smoke": {**_SECCOMP, "ipc_mode": "host"},
 }
 
 
-def compute_options(step: str) -> dict:
+def compute_options(step: str) -> RunOptions:
     """docker SDK kwargs a GPU step needs besides its devices; a GPU step not listed gets the common base."""
     return copy.deepcopy(STEP_OPTIONS.get(step, _SECCOMP))  # a copy: callers merge it into their kwargs
 
 
-def describe(access: DeviceAccess) -> list[dict]:
+def describe(access: DeviceAccess) -> list[dict[str, int | str | None]]:
     """What the build report lists for the GPUs a step ran on."""
     return [
         {"index": g.index, "container_index": i, "pci_bus": g.pci_bus, "marketing_name": g.marketing_name,

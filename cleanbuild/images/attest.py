@@ -14,7 +14,8 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 INDEX = "application/vnd.oci.image.index.v1+json"
 MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -27,28 +28,28 @@ ATTESTATION_MANIFEST = "attestation-manifest"
 UNKNOWN = {"architecture": "unknown", "os": "unknown"}
 
 
-def canonical(doc: dict) -> bytes:
+def canonical(doc: dict[str, Any]) -> bytes:
     """One byte string per document: sorted keys, no whitespace."""
     return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
 
 
-def descriptor(media_type: str, data: bytes, **extra) -> dict:
+def descriptor(media_type: str, data: bytes, **extra: Any) -> dict[str, Any]:
     return {"mediaType": media_type, "digest": f"sha256:{hashlib.sha256(data).hexdigest()}", "size": len(data), **extra}
 
 
-def statement(subject_name: str, subject_digest: str, predicate_type: str, predicate: dict) -> dict:
+def statement(subject_name: str, subject_digest: str, predicate_type: str, predicate: dict[str, Any]) -> dict[str, Any]:
     """An in-toto statement about the image manifest subject_digest (sha256:...)."""
     return {"_type": "https://in-toto.io/Statement/v0.1", "predicateType": predicate_type,
             "subject": [{"name": subject_name, "digest": {"sha256": subject_digest.split(":", 1)[1]}}],
             "predicate": predicate}
 
 
-def wrap(image: dict, platform: dict, statements: Iterable[dict]) -> tuple[dict, dict[str, bytes]]:
+def wrap(image: dict[str, Any], platform: dict[str, Any], statements: Iterable[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, bytes]]:
     """The image index holding the image descriptor and an attestation manifest of the statements, and every new
     blob by digest (the index itself included). image: the image manifest's descriptor from the archive's index."""
     blobs: dict[str, bytes] = {}
 
-    def add(media_type: str, doc: dict | bytes, **extra) -> dict:
+    def add(media_type: str, doc: dict[str, Any] | bytes, **extra: Any) -> dict[str, Any]:
         data = doc if isinstance(doc, bytes) else canonical(doc)
         desc = descriptor(media_type, data, **extra)
         blobs[desc["digest"]] = data
@@ -65,9 +66,9 @@ def wrap(image: dict, platform: dict, statements: Iterable[dict]) -> tuple[dict,
     return index, blobs
 
 
-def attestations(index: dict, blob) -> dict[str, dict]:
+def attestations(index: dict[str, Any], blob: Callable[[str], bytes]) -> dict[str, dict[str, Any]]:
     """predicate type -> statement, from an image index and a reader of blobs by digest (a registry, a folder)."""
-    found: dict[str, dict] = {}
+    found: dict[str, dict[str, Any]] = {}
     for desc in index.get("manifests") or []:
         if (desc.get("annotations") or {}).get(REFERENCE_TYPE) != ATTESTATION_MANIFEST:
             continue
@@ -93,7 +94,7 @@ def in_registry(ref: str) -> list[str] | None:
     return sorted(types)
 
 
-def _raw(ref: str) -> dict | None:
+def _raw(ref: str) -> dict[str, Any] | None:
     done = subprocess.run(["docker", "buildx", "imagetools", "inspect", "--raw", ref],  # noqa: S603,S607
                           capture_output=True, text=True, timeout=60, check=False)
     try:

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from ..errors import BuildFailed
 from . import attest
@@ -35,7 +35,7 @@ PRUNE_DAYS = 14
 OCI_LAYOUT = b'{"imageLayoutVersion":"1.0.0"}'
 NAME_ANNOTATIONS = ("io.containerd.image.name", "org.opencontainers.image.ref.name")
 
-Statements = Callable[[str], list[dict]]  # image manifest digest -> in-toto statements about it
+Statements = Callable[[str], list[dict[str, Any]]]  # image manifest digest -> in-toto statements about it
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class Export:
     and the blobs (sha256:...) this export added to the layout."""
 
     layout: Path
-    image: dict
+    image: dict[str, Any]
     name: str
     new: frozenset[str]
 
@@ -119,7 +119,7 @@ def write(exp: Export, statements_for: Statements | None, out: IO[bytes], *, eve
         for digest, data in sorted(extra.items()):
             _add(tar, _path(digest), data)
         _add(tar, "index.json", attest.canonical({"schemaVersion": 2, "mediaType": attest.INDEX, "manifests": [entry]}))
-    return top["digest"]
+    return str(top["digest"])
 
 
 def _write_all(exp: Export, statements_for: Statements | None, out: IO[bytes]) -> str:
@@ -160,8 +160,9 @@ def _file(layout: Path, digest: str) -> Path:
     return path
 
 
-def _json(layout: Path, digest: str) -> dict:
+def _json(layout: Path, digest: str) -> dict[str, Any]:
     try:
-        return json.loads(_file(layout, digest).read_bytes())
+        doc: dict[str, Any] = json.loads(_file(layout, digest).read_bytes())
+        return doc
     except (OSError, ValueError) as exc:
         raise BuildFailed(f"the OCI layout {layout} cannot read {digest} ({exc}).") from exc

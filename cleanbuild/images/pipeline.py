@@ -12,6 +12,7 @@ import datetime as dt
 import time
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from .. import engine, interrupts
 from ..console import console, step_done, step_started
@@ -21,13 +22,16 @@ from .plan import Plan
 from .record import BuildRecord, StepFailedWith, StepRecord, StepStatus
 from .steps import STEPS, Ctx, Journal, observe
 
+if TYPE_CHECKING:
+    from docker.client import DockerClient
 
-def new_record(plan: Plan, **known) -> BuildRecord:
+
+def new_record(plan: Plan, **known: Any) -> BuildRecord:
     return BuildRecord(run_id=plan.options.run_id, started=time.monotonic(),
                        started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), **known)
 
 
-def run(plan: Plan, cli, names: Iterable[str], rec: BuildRecord | None = None, *, rebuild: bool = False,
+def run(plan: Plan, cli: DockerClient, names: Iterable[str], rec: BuildRecord | None = None, *, rebuild: bool = False,
         patch_only: tuple[str, ...] = (), failed_report: bool = True) -> BuildRecord:
     names = tuple(names)
     ctx = Ctx(plan, cli, Journal(), rebuild=rebuild, patch_only=patch_only,

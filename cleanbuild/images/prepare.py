@@ -17,7 +17,9 @@ import json
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from ..errors import EnvironmentProblem, StepFailed
 from ..refs import split_image
@@ -27,7 +29,7 @@ from .plan import CLEAN_ONLY_SCRIPTS, Plan, Prepare, standin_image
 
 
 @contextlib.contextmanager
-def _locked(cache_dir: Path):
+def _locked(cache_dir: Path) -> Iterator[None]:
     cache_dir.mkdir(parents=True, exist_ok=True)
     with (cache_dir / ".prepare.lock").open("w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -37,7 +39,7 @@ def _locked(cache_dir: Path):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def prepare(plan: Plan, image_exists) -> dict:
+def prepare(plan: Plan, image_exists: Callable[[str], bool]) -> dict[str, Any]:
     """Make the context (and the stand-in base); returns what was made or found, for the record and the report."""
     if plan.prepare.lock_problem:
         raise StepFailed(plan.prepare.lock_problem)
@@ -93,7 +95,7 @@ def _copy_repo(repo: Path, dest: Path) -> None:
             folder.chmod(folder.stat().st_mode | 0o200)  # a read-only source must not make the copy unremovable
 
 
-def ensure_standin(prep: Prepare, cache_dir: Path, image_exists) -> str:
+def ensure_standin(prep: Prepare, cache_dir: Path, image_exists: Callable[[str], bool]) -> str:
     """A Debian image with Python and pip, made by mmdebstrap and `docker import`; built once per key."""
     spec = prep.standin
     if spec is None:

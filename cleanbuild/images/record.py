@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from .. import metadata
 from ..errors import StepFailed
@@ -38,7 +39,7 @@ class Wheels:
     image: str
     image_id: str
     reused: bool
-    manifest: dict
+    manifest: dict[str, Any]
     manifest_digest: str
 
 
@@ -63,7 +64,7 @@ class ImageSummary:
     size_bytes: int | None
     layers: tuple[str, ...]  # the layer digests (RootFS), bottom first
     labels: dict[str, str]
-    largest_layers: tuple[dict, ...]  # {"size", "created_by"}, largest first
+    largest_layers: tuple[dict[str, Any], ...]  # {"size", "created_by"}, largest first
 
 
 @dataclass(frozen=True)
@@ -72,16 +73,16 @@ class BuildRecord:
     started: float  # time.monotonic() at the start
     started_at: str  # ISO time, for people
     engine: EngineFacts | None = None
-    prepared: dict | None = None
+    prepared: dict[str, Any] | None = None
     wheels: Wheels | None = None
     clean_id: str | None = None
     candidate_id: str | None = None  # the image validation, smoke and tag act on
     candidate_ref: str | None = None  # its content-keyed name (build-clean) or the name the user gave
     candidate_digest: str | None = None  # promote: the registry manifest digest that was pulled and validated
-    patches: dict | None = None
-    validation: dict | None = None
-    smoke: dict | None = None
-    gpu: tuple[dict, ...] | None = None  # the GPUs a GPU step ran on
+    patches: dict[str, Any] | None = None
+    validation: dict[str, Any] | None = None
+    smoke: dict[str, Any] | None = None
+    gpu: tuple[dict[str, Any], ...] | None = None  # the GPUs a GPU step ran on
     facts: ImageFacts | None = None
     tag: Tag | None = None
     release_ref: str | None = None  # set only once the release tag exists

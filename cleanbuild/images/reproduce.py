@@ -17,12 +17,16 @@ import tarfile
 import tempfile
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import zstandard
 
 from .. import engine
 from ..errors import StepFailed
 from ..spec import RunSpec
+
+if TYPE_CHECKING:
+    from docker.client import DockerClient
 
 RECORDS = r"""
 import importlib.metadata as md, json, os
@@ -41,7 +45,7 @@ WHY = ("image IDs differ only where BuildKit 0.8 stamps build-time mtimes on the
        "BuildKit lacks")
 
 
-def venv_facts(cli, image: str) -> dict:
+def venv_facts(cli: DockerClient, image: str) -> dict[str, Any]:
     """Every distribution's RECORD and every file of the venv, read by the image's own Python (no network)."""
     spec = RunSpec(step="venv records", name=f"atom-records-{uuid.uuid4().hex[:12]}",
                    command=("python", "-c", RECORDS), network="none", workdir="/")
@@ -50,10 +54,11 @@ def venv_facts(cli, image: str) -> dict:
     if result.exit_code != 0 or not lines:
         raise StepFailed(f"reading the venv records of {image} failed (exit {result.exit_code}): "
                          f"{lines[-1][:300] if lines else 'no output'}")
-    return json.loads(lines[-1])  # the script prints one JSON line, last
+    facts: dict[str, Any] = json.loads(lines[-1])  # the script prints one JSON line, last
+    return facts
 
 
-def compare(cli, wheels: tuple[str, str], clean: tuple[str, str]) -> dict:
+def compare(cli: DockerClient, wheels: tuple[str, str], clean: tuple[str, str]) -> dict[str, Any]:
     manifests = [engine.read_file(cli, image, "/wheels/manifest.json") for image in wheels]
     venvs = [venv_facts(cli, image) for image in clean]
     ids = [engine.image_id(cli, image) for image in clean]
@@ -71,7 +76,7 @@ def compare(cli, wheels: tuple[str, str], clean: tuple[str, str]) -> dict:
     }
 
 
-def compare_digests(cli, first: dict[str, str], second: dict[str, str]) -> dict:
+def compare_digests(cli: DockerClient, first: dict[str, str], second: dict[str, str]) -> dict[str, Any]:
     """Two builds' images per unit ({unit: image ID}): which are the same, and for each unit whose IDs differ
     what differs (cleanbuild.images.reproduce.first_difference)."""
     units = sorted(set(first) | set(second))
@@ -81,7 +86,7 @@ def compare_digests(cli, first: dict[str, str], second: dict[str, str]) -> dict:
                           {"why": "built only once"} for u in differing}}
 
 
-def first_difference(cli, a: str, b: str) -> dict:
+def first_difference(cli: DockerClient, a: str, b: str) -> dict[str, Any]:
     """The first layer (bottom first) whose diff ID differs between images a and b (or that only one has), and the
     first file in it whose content, mode, owner or time differs; or the image config, when every layer is the same."""
     la, lb = engine.layers(cli, a), engine.layers(cli, b)
@@ -100,9 +105,10 @@ def _at(layers: list[str], index: int) -> str | None:
 
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+FileFacts = tuple[str, int, int, int, float]  # (content sha256 or what it is, mode, uid, gid, mtime)
 
 
-def layer_files(saved: Path, index: int) -> dict[str, tuple]:
+def layer_files(saved: Path, index: int) -> dict[str, FileFacts]:
     """{path: (sha256 of content or link target, mode, uid, gid, mtime)} of layer `index` of a `docker save` tar.
     A layer is a tar, plain, gzip or (the reproducible export's, cleanbuild.images.ocilayout) zstd: the containerd store
     saves each blob as it holds it."""
@@ -137,7 +143,7 @@ def _content(layer: tarfile.TarFile, member: tarfile.TarInfo) -> str:
 FIELDS = ("content", "mode", "owner", "group", "mtime")
 
 
-def diff_files(a: dict[str, tuple], b: dict[str, tuple]) -> tuple[str | None, str]:
+def diff_files(a: dict[str, FileFacts], b: dict[str, FileFacts]) -> tuple[str | None, str]:
     """The first path present in one layer only or differing in a field, and what differs: files first (a layer
     also holds the folders above each file it adds), each group sorted."""
     def is_dir(path: str) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from typing import Any
 
 from cyclonedx.model import (
     ExternalReference,
@@ -32,7 +33,7 @@ PROVENANCE = "https://slsa.dev/provenance/v1"
 BUILDER = "https://github.com/atom-build/atom-clean-build/cleanbuild@v1"
 
 
-def origin(component: str, manifest: dict) -> dict:
+def origin(component: str, manifest: dict[str, Any]) -> dict[str, Any]:
     """Where a component's wheels came from: {"kind": index|git|local, "url", "commit"?}."""
     ref = str((manifest.get("expected") or {}).get(component, ""))
     source = (manifest.get("sources") or {}).get(component) or {}
@@ -46,7 +47,7 @@ def origin(component: str, manifest: dict) -> dict:
     return {"kind": "index", "url": PYPI}  # pypi:NAME==VERSION, the lock's closure (lock/deps.txt), flydsl
 
 
-def wheel_component(wheel: dict, manifest: dict) -> Component:
+def wheel_component(wheel: dict[str, Any], manifest: dict[str, Any]) -> Component:
     where = origin(wheel["component"], manifest)
     refs = [ExternalReference(type=ExternalReferenceType.VCS if where["kind"] == "git" else ExternalReferenceType.DISTRIBUTION,
                               url=XsUri(where["url"]))]
@@ -62,7 +63,7 @@ def wheel_component(wheel: dict, manifest: dict) -> Component:
                      external_references=refs, properties=props)
 
 
-def cyclonedx(manifest: dict, *, image: str, version: str | None, base: str, base_digest: str | None) -> dict:
+def cyclonedx(manifest: dict[str, Any], *, image: str, version: str | None, base: str, base_digest: str | None) -> dict[str, Any]:
     """Every wheel in the image and the base image, as a CycloneDX 1.6 document (deterministic for one manifest).
     image, version: the image's name and version (build-clean: the release name and the candidate's content key)."""
     bom = Bom(serial_number=uuid.uuid5(uuid.NAMESPACE_URL, f"{image}@{version}"))
@@ -81,11 +82,12 @@ def cyclonedx(manifest: dict, *, image: str, version: str | None, base: str, bas
     for part in parts:
         bom.components.add(part)
     bom.register_dependency(bom.metadata.component, [*bom.components])
-    return json.loads(JsonV1Dot6(bom).output_as_string())
+    document: dict[str, Any] = json.loads(JsonV1Dot6(bom).output_as_string())
+    return document
 
 
-def provenance_predicate(manifest: dict, *, pins: dict[str, str], profile: str, base: str,
-                         base_digest: str | None) -> dict:
+def provenance_predicate(manifest: dict[str, Any], *, pins: dict[str, str], profile: str, base: str,
+                         base_digest: str | None) -> dict[str, Any]:
     """SLSA provenance v1: the pins, the lock digest and the component keys the image was built from (external
     parameters), the base image and sources (resolved dependencies). No engine version and no time: the predicate is
     attached to the image (cleanbuild.images.attest), whose digest must stay a function of the pins."""
@@ -104,8 +106,8 @@ def provenance_predicate(manifest: dict, *, pins: dict[str, str], profile: str, 
     }
 
 
-def provenance(manifest: dict, *, image: str, image_id: str | None, pins: dict[str, str], profile: str,
-               base: str, base_digest: str | None) -> dict:
+def provenance(manifest: dict[str, Any], *, image: str, image_id: str | None, pins: dict[str, str], profile: str,
+               base: str, base_digest: str | None) -> dict[str, Any]:
     """An in-toto statement v1 of provenance_predicate about the image (the report's provenance.json)."""
     return {
         "_type": "https://in-toto.io/Statement/v1",
@@ -115,8 +117,8 @@ def provenance(manifest: dict, *, image: str, image_id: str | None, pins: dict[s
     }
 
 
-def statements(manifest: dict, subject: str, *, name: str, version: str, pins: dict[str, str], profile: str,
-               base: str, base_digest: str | None) -> list[dict]:
+def statements(manifest: dict[str, Any], subject: str, *, name: str, version: str, pins: dict[str, str], profile: str,
+               base: str, base_digest: str | None) -> list[dict[str, Any]]:
     """The SBOM and the provenance as in-toto statements about the image manifest subject (sha256:...): what
     cleanbuild.images.attest attaches to the image. A function of the build's inputs only."""
     bom = cyclonedx(manifest, image=name, version=version, base=base, base_digest=base_digest)

@@ -15,10 +15,11 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 from .. import metadata
 from ..checkout import Checkout
-from ..spec import DOCKER_DIR
+from ..spec import DOCKER_DIR, Options
 from .tag import safe_field
 
 DEV_DIR = DOCKER_DIR / "dev"
@@ -47,7 +48,7 @@ def dev_tag(user: str, src: tuple[Checkout, ...]) -> str:
     return f"dev-{safe_field(user)[:32]}-{diff_hash(src)[:12]}"
 
 
-def overlay_manifest(src: tuple[Checkout, ...]) -> dict:
+def overlay_manifest(src: tuple[Checkout, ...]) -> dict[str, Any]:
     """The dev layer's manifest: files to copy and to delete, as site-packages paths, with their blob SHAs."""
     chosen = on_route(src, "overlay")
     return {
@@ -91,7 +92,7 @@ def labels(src: tuple[Checkout, ...]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(out.items()))
 
 
-def describe(checkout: Checkout) -> dict:
+def describe(checkout: Checkout) -> dict[str, Any]:
     """For `invoke plan` and the report: where it is, how it relates to the pin, the route and why, the files."""
     return {"component": checkout.component, "path": str(checkout.path), "head": checkout.head, "pin": checkout.pin,
             "relation": checkout.relation, "route": checkout.route, "decided_by": list(checkout.reasons),
@@ -115,7 +116,7 @@ def relation_text(checkout: Checkout) -> str:
     return f"{words[checkout.relation]} {checkout.pin[:12]}"
 
 
-def rows(checkout: Checkout, options, release_repo: str) -> dict[str, str]:
+def rows(checkout: Checkout, options: Options, release_repo: str) -> dict[str, str]:
     """`invoke plan`'s table for one checkout: HEAD and the pin, the route and why, the files, the image's tag."""
     changed = ", ".join(f"{c.status} {c.path}" for c in checkout.changes[:20])
     more = f" and {len(checkout.changes) - 20} more" if len(checkout.changes) > 20 else ""

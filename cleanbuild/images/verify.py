@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from .. import engine, metadata
 from ..errors import EnvironmentProblem, StepFailed, UsageError
@@ -21,6 +22,9 @@ from ..settings import Request, parse_arch, profile
 from . import pipeline, reproduce
 from .components import changed
 from .plan import Plan, make_plan
+
+if TYPE_CHECKING:
+    from docker.client import DockerClient
 
 STEPS = ("preflight", "prepare", "wheels", "clean", "patch")
 
@@ -40,7 +44,7 @@ def label_request(labels: Mapping[str, str], given: Request, ref: str) -> tuple[
     return request, unit, wheels.rsplit("/wheels:", 1)[0]
 
 
-def rebuild_plan(cli, ref: str, given: Request) -> tuple[Plan, str, str]:
+def rebuild_plan(cli: DockerClient, ref: str, given: Request) -> tuple[Plan, str, str]:
     """(plan, unit name, image ID): a plan whose unit has the image's key, or a UsageError naming what differs."""
     info = engine.inspect(cli, ref)
     labels = info.get("Config", {}).get("Labels") or {}
@@ -59,7 +63,7 @@ def rebuild_plan(cli, ref: str, given: Request) -> tuple[Plan, str, str]:
     return plan, unit_name, info["Id"]
 
 
-def _json_object(text: str | None) -> dict | None:
+def _json_object(text: str | None) -> dict[str, Any] | None:
     try:
         value = json.loads(text or "")
     except ValueError:
@@ -67,7 +71,7 @@ def _json_object(text: str | None) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
-def verify(cli, ref: str, given: Request) -> dict:
+def verify(cli: DockerClient, ref: str, given: Request) -> dict[str, Any]:
     """Rebuild ref's unit from its labels (every unit built again); {"ref", "image", "rebuilt", "identical",
     "rebuilt_ref", "difference"}."""
     facts = engine.preflight(cli, 2.0)  # what the engine can do; the rebuild's own preflight checks its disk
@@ -100,7 +104,7 @@ def verify(cli, ref: str, given: Request) -> dict:
     return result
 
 
-def summary(result: dict) -> str:
+def summary(result: dict[str, Any]) -> str:
     """One line: the same digest, or the first differing layer and file."""
     if result["identical"]:
         return f"{result['ref']}: rebuilt from its labels with the same digest {result['image']}"
@@ -110,6 +114,6 @@ def summary(result: dict) -> str:
     return f"{result['ref']} ({result['image'][:19]}) differs from its rebuild ({result['rebuilt'][:19]}): {where}: {diff['why']}"
 
 
-def check(result: dict) -> None:
+def check(result: dict[str, Any]) -> None:
     if not result["identical"]:
         raise StepFailed(summary(result))

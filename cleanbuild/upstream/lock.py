@@ -24,6 +24,7 @@ import tempfile
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -53,7 +54,7 @@ class Inputs:
     build: tuple[str, ...] = BUILD_TOOLS
     sdist: tuple[str, ...] = ()  # built from their sdist on purpose (components.deps.build); all else binary only
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"python": self.python, "platform": self.platform, "aiter_ref": self.aiter_ref,
                 "atom_ref": self.atom_ref, "aiter": list(self.aiter), "atom": list(self.atom),
                 "torch": list(self.torch), "build": list(self.build), "sdist": list(self.sdist)}
@@ -231,7 +232,7 @@ def _text(path: Path) -> str:
                          "with `invoke lock`.") from None
 
 
-def read_header(path: Path) -> dict | None:
+def read_header(path: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     first = _text(path).splitlines()[:1]

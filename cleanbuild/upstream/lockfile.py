@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 HEADER = "# atom-build-lock "
 _NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.\-]*)")
@@ -27,7 +28,7 @@ class Block:
     via: tuple[str, ...]  # normalized names of what required it ("-r runtime.in" for a direct requirement)
 
 
-def header(text: str) -> dict | None:
+def header(text: str) -> dict[str, Any] | None:
     first = text.split("\n", 1)[0]
     return json.loads(first[len(HEADER):]) if first.startswith(HEADER) else None
 

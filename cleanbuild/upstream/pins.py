@@ -22,6 +22,7 @@ import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..atomic import replace_all
 from ..errors import CleanBuildError, StepFailed, UsageError
@@ -43,7 +44,7 @@ class Row:
     pin: str
     status: str  # ok | WRONG | unchecked
     detail: str
-    facts: dict = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -58,7 +59,7 @@ class Report:
     def exit_code(self) -> int:
         return 1 if self.problems else 0
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"exit_code": self.exit_code, "pins": [r.__dict__ for r in self.rows]}
 
 
@@ -191,12 +192,13 @@ def index_pin(name: str, url: str, version: str, python: str) -> Row:
 def _text(url: str) -> str | None:
     try:
         with urllib.request.urlopen(url, timeout=20) as response:  # noqa: S310 - https URLs from the profile
-            return response.read().decode(errors="replace")
+            text: str = response.read().decode(errors="replace")  # urlopen's response is untyped
+            return text
     except (urllib.error.URLError, OSError, ValueError):
         return None
 
 
-def _json(url: str) -> dict | None:
+def _json(url: str) -> dict[str, Any] | None:
     text = _text(url)
     try:
         return json.loads(text) if text else None

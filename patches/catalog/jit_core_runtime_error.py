@@ -106,7 +106,7 @@ def _class_name(exc: ast.expr | None) -> str | None:
 # --- already right ----------------------------------------------------------------------
 
 
-def _catchable_raises(tree: ast.Module, func: Def, helpers: list) -> list[ast.Raise]:
+def _catchable_raises(tree: ast.Module, func: Def, helpers: list[Def]) -> list[ast.Raise]:
     """Raises on the failure path that an `except Exception` caller sees: in an
     except block of func, or anywhere in a helper that block calls."""
     found = []
