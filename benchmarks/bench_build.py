@@ -1,6 +1,7 @@
 """Build benchmarks on the offline profile, side by side in one run (numbers, not assertions: not a test).
 
-    python benchmarks/bench_build.py [--registry 127.0.0.1:5000] [--out benchmarks/results.json]
+    python benchmarks/bench_build.py [--only ROW[,ROW]] [--registry 127.0.0.1:5000] [--out benchmarks/results.json]
+    python benchmarks/render.py --write      # then benchmarks/README.md from results.json
 
 It prunes the BuildKit cache and removes the offline images several times: run it on a build host you may do
 that on. Measured, in order:
@@ -23,10 +24,10 @@ that on. Measured, in order:
   src       `--src aiter=CLONE` (gfx950 CK-free, the pinned images present): a one-line edit of aiter/tuned_gemm.py
             to a validated dev image (overlay route), then a one-line edit under csrc/, twice (the aiter wheel
             rebuilt, everything else reused): build steps (reading the checkout through the patch layer) and total
-            (through validation, the dev tag and the report), beside the cold build of the `single` row (this
-            row prunes nothing).
+            (through validation, the dev tag and the report); this row prunes nothing.
 
-`--only ROW[,ROW]` runs some rows (bump alone takes ~10 min on 2 cores) and updates them in --out, keeping the others.
+`--only ROW[,ROW]` runs some rows (bump alone takes ~10 min on 2 cores). Each row is written to --out as it
+finishes, with its date, engine and this command line; the entry it replaces moves to "superseded".
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from results_file import current, record  # noqa: E402  (benchmarks/, the script's folder)
 
 from cleanbuild import commands, engine  # noqa: E402
 from cleanbuild.images import pipeline  # noqa: E402
@@ -164,9 +167,9 @@ def digest(cli) -> dict:
             "second_digests": ids[1] if ids[0] != ids[1] else "same"}
 
 
-def noop(cli) -> float:
+def noop(cli) -> dict:
     plan = offline_plan(MATRIX[3], run_id="bench-noop")
-    return round(timed_run(cli, plan)[0], 2)
+    return {"wall_s": round(timed_run(cli, plan)[0], 2)}
 
 
 def nox_tests() -> float:
@@ -278,11 +281,10 @@ def src_edit(cli, repo: Path, name: str, rel: str, comment: str) -> dict:
             "units_built": [u.name for u in rec.units if u.status == "built"]}
 
 
-def src(cli, cold: dict | None) -> dict:
+def src(cli) -> dict:
     from tests.support.upstream import AITER_PIN, upstream_dir
 
-    out: dict = {"date": dt.date.today().isoformat(), "cold": cold and {
-        "wall_s": cold["wall_s"], "steps": cold["steps"], "from": "the single row of --out"}}
+    out: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp) / "aiter"
         git = ["git", "-c", "safe.directory=*", "-c", "advice.detachedHead=false"]
@@ -293,45 +295,48 @@ def src(cli, cold: dict | None) -> dict:
     return out
 
 
+FULL = ("single", "noop", "install", "matrix", "layers", "tests", "registry", "bump", "src")
+
+
+def install(cli, args) -> dict:
+    """The current single row's cold clean step over the unzip floor (the full run measures single first)."""
+    cold = current(args.out, "single")
+    if cold is None:
+        sys.exit("the install row reads the single row's clean step: run --only single,install")
+    floor = unzip_floor(cli, offline_plan(MATRIX[3], run_id="bench"))
+    return {"clean_step_cold_s": cold["steps"]["clean"], "unzip_floor_s": floor,
+            "ratio": round(cold["steps"]["clean"] / floor, 2)}
+
+
+ONLY = {"single": lambda cli, a: single(cli), "noop": lambda cli, a: noop(cli), "install": install,
+        "matrix": lambda cli, a: matrix(cli)[0], "tests": lambda cli, a: {"wall_s": nox_tests()},
+        "layers": lambda cli, a: layers(cli, [offline_plan(v, run_id="bench") for v in MATRIX]),
+        "registry": lambda cli, a: registry_flow(cli, a.registry), "bump": lambda cli, a: bump(cli),
+        "src": lambda cli, a: src(cli), "digest": lambda cli, a: digest(cli)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--registry", default="127.0.0.1:5000")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results.json")
-    parser.add_argument("--only", default="", help="comma-separated rows: single,tests,registry,bump,src,noop,matrix,digest")
+    parser.add_argument("--only", default="", help=f"comma-separated rows: {','.join(ONLY)}")
     args = parser.parse_args()
+    rows = args.only.split(",") if args.only else list(FULL)
+    unknown = [row for row in rows if row not in ONLY]
+    if unknown:
+        parser.error(f"--only {','.join(unknown)}: not a row; the rows are {','.join(ONLY)}")
     cli = engine.client()
     facts = engine.preflight(cli, 1.0)
-    results: dict = {"date": dt.date.today().isoformat(), "machine": "2 cores, 24 GiB (this repo's CI kind)",
-                     "engine": f"Docker {facts.version}, containerd image store: {facts.containerd_store}"}
-    if args.only:
-        earlier = json.loads(args.out.read_text()) if args.out.is_file() else {}
-        results = {**earlier, **{k: v for k, v in results.items() if k != "date"}}
-        for row in args.only.split(","):
-            results[row] = ONLY[row](cli, args, results)
-        args.out.write_text(json.dumps(results, indent=2) + "\n")
-        print(json.dumps(results, indent=2))
-        return 0
-    results["single"] = single(cli)
-    results["noop_s"] = noop(cli)
-    results["install"] = {"clean_step_cold_s": results["single"]["steps"]["clean"],
-                          "unzip_floor_s": unzip_floor(cli, offline_plan(MATRIX[3], run_id="bench"))}
-    results["install"]["ratio"] = round(results["install"]["clean_step_cold_s"] / results["install"]["unzip_floor_s"], 2)
-    results["matrix"], plans = matrix(cli)
-    results["matrix"]["ratio_to_single"] = round(results["matrix"]["wall_s"] / results["single"]["wall_s"], 2)
-    results["layers"] = layers(cli, plans)
-    results["tests_wall_s"] = nox_tests()
-    results["registry"] = registry_flow(cli, args.registry)
-    results["bump"] = bump(cli)
-    results["src"] = src(cli, results["single"])
-    args.out.write_text(json.dumps(results, indent=2) + "\n")
-    print(json.dumps(results, indent=2))
+    store = "containerd image store" if facts.containerd_store else "classic image store"
+    stamp = {"date": dt.date.today().isoformat(), "engine": f"Docker {facts.version}, {store}",
+             "command": " ".join(["python", "benchmarks/bench_build.py", *sys.argv[1:]])}
+    for row in rows:
+        result = ONLY[row](cli, args)
+        record(args.out, row, {**stamp, "result": result})
+        print(f"BENCH {row} " + json.dumps(result), flush=True)
+    print("then: python benchmarks/render.py --write")
     return 0
 
-
-ONLY = {"single": lambda cli, a, r: single(cli), "tests": lambda cli, a, r: nox_tests(),
-        "registry": lambda cli, a, r: registry_flow(cli, a.registry), "bump": lambda cli, a, r: bump(cli),
-        "src": lambda cli, a, r: src(cli, r.get("single")), "noop": lambda cli, a, r: noop(cli),
-        "matrix": lambda cli, a, r: matrix(cli)[0], "digest": lambda cli, a, r: digest(cli)}
 
 if __name__ == "__main__":
     sys.exit(main())

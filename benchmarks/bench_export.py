@@ -4,13 +4,14 @@
 
 Builds one unit of gfx950 CK-free (default: venv, the 2.7 GB layer) with --no-cache to an OCI archive with
 SOURCE_DATE_EPOCH and rewrite-timestamp=true, once per compression (KIND-LEVEL: that compression-level), then `docker load`s it: build and load
-seconds, archive bytes, manifest digest. Needs Docker >= 26 with the containerd image store and the unit's
+seconds, archive bytes, manifest digest; the rows go to results.json's "export" entry. Needs Docker >= 26 with the containerd image store and the unit's
 FROM images present (a build of the offline profile first). Builds now export into an OCI layout
 (cleanbuild.images.ocilayout); this script keeps the archive it measured, which holds the layer as a layout does.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import subprocess
 import sys
@@ -21,6 +22,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from results_file import record  # noqa: E402  (benchmarks/, the script's folder)
+
+from cleanbuild import engine  # noqa: E402
 from cleanbuild.images import buildx_argv  # noqa: E402
 from cleanbuild.images.plan import build_spec  # noqa: E402
 from tests.support.builds import VARIANTS, offline_plan  # noqa: E402
@@ -59,8 +63,17 @@ def main() -> int:
     unit = sys.argv[1] if len(sys.argv) > 1 else "venv"
     plan = offline_plan(VARIANTS[0], run_id="bench-export")
     spec = build_spec(plan.unit(unit))
+    rows = []
     for compression in sys.argv[2:] or ["gzip", "zstd", "uncompressed"]:
-        print(json.dumps({"unit": unit, **measure(spec, plan.options, compression)}), flush=True)
+        rows.append(measure(spec, plan.options, compression))
+        print(json.dumps({"unit": unit, **rows[-1]}), flush=True)
+    facts = engine.preflight(engine.client(), 1.0)
+    store = "containerd image store" if facts.containerd_store else "classic image store"
+    record(ROOT / "benchmarks" / "results.json", "export", {
+        "date": dt.date.today().isoformat(), "engine": f"Docker {facts.version}, {store}",
+        "command": " ".join(["python", "benchmarks/bench_export.py", *sys.argv[1:]]),
+        "result": {"unit": unit, "rows": [r for r in rows if "error" not in r]}})
+    print("then: python benchmarks/render.py --write")
     return 0
 
 

@@ -1,0 +1,198 @@
+"""Writes benchmarks/README.md from benchmarks/results.json: one table per benchmark, the current measurement.
+
+    python benchmarks/render.py            # print the page
+    python benchmarks/render.py --write    # write benchmarks/README.md
+
+Standard library only. Every row says its value, the date it was measured and the command that measured it; the
+page is never edited by hand (tests/host/test_benchmarks_page.py fails when it differs from this script's output).
+Earlier runs stay in results.json under "superseded" (CHANGELOG.md tells what changed between them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results.json"
+PAGE = HERE / "README.md"
+
+Rows = list[tuple[str, ...]]  # (what, value) or (what, value, the command when it is not the entry's)
+
+
+def seconds(value: float) -> str:
+    return f"{value:g} s"
+
+
+def steps(result: dict, names: tuple[str, ...] = ("wheels", "clean", "patch")) -> str:
+    parts = [f"{n} {result['steps'][n]:g}" for n in names if n in result.get("steps", {})]
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def gigabytes(count: int) -> str:
+    return f"{count / 1e9:.2f} GB"
+
+
+def minutes(value: float) -> str:
+    return f"{int(value // 60)} min {int(value % 60)} s"
+
+
+def single(r: dict) -> Rows:
+    return [(f"{r['variant']} cold (BuildKit cache pruned, images removed): preflight -> patch",
+             seconds(r["wall_s"]) + steps(r))]
+
+
+def noop(r: dict) -> Rows:
+    return [("build-clean's build steps again, nothing changed", seconds(r["wall_s"]))]
+
+
+def digest(r: dict) -> Rows:
+    same = "the same" if r["same_digests"] else "DIFFERENT"
+    return [(f"two cold builds of {r['variant']}", ", ".join(seconds(w) for w in r["cold_walls_s"])),
+            ("wheels, clean and candidate digests of the two", same)]
+
+
+def matrix(r: dict) -> Rows:
+    rows = [("four variants cold (gfx942/gfx950 x CK/CK-free)", seconds(r["wall_s"]))]
+    rows += [(f"clean step, {name}", seconds(s["clean"])) for name, s in r["steps"].items()]
+    return rows
+
+
+def layers(r: dict) -> Rows:
+    return [(f"unique layer bytes of the {r['images']} variants / one image's bytes",
+             f"{gigabytes(r['unique_bytes'])} / {gigabytes(r['one_image_bytes'])} = {r['ratio']:g}")]
+
+
+def install(r: dict) -> Rows:
+    return [("clean step (cold) / a plain unzip of the same wheels",
+             f"{seconds(r['clean_step_cold_s'])} / {seconds(r['unzip_floor_s'])} = {r['ratio']:g}")]
+
+
+def tests(r: dict) -> Rows:
+    return [("`nox -s tests`, its venv reused", seconds(r["wall_s"]))]
+
+
+def registry(r: dict) -> Rows:
+    return [("first machine: cold build, push", seconds(r["first_machine_s"])),
+             ("second machine, with the registry (pulls by key)",
+              seconds(r["second_machine_with_registry_s"]) + steps({"steps": r["second_machine_steps"]}, ("wheels", "clean"))),
+             ("second machine, without a registry (cold)", seconds(r["second_machine_without_registry_s"]))]
+
+
+BUMP_ROWS = (("cold", "cold"), ("atom_cache", "ATOM-only bump"), ("atom_pruned", "ATOM-only bump, BuildKit cache pruned"),
+             ("aiter_cache", "aiter-only bump"), ("aiter_pruned", "aiter-only bump, BuildKit cache pruned"))
+
+
+def bump(r: dict) -> Rows:
+    rows = []
+    for key, what in BUMP_ROWS:
+        row = r[key]
+        value = seconds(row["build_s"]) + steps(row, ("wheels", "clean"))
+        if "build_share_of_cold" in row:
+            value += f" = {row['build_share_of_cold']:g} x cold; built {', '.join(row['units_built'])}"
+            value += f"; new bytes {row['new_bytes'] / 1e6:.1f} MB = {row['new_share'] * 100:.1f} % of the image"
+        rows.append((what, value))
+    return rows
+
+
+SRC_ROWS = (("python", "a one-line edit of aiter/tuned_gemm.py"), ("csrc", "a one-line edit of csrc/include/aiter_enum.h"),
+            ("csrc_again", "the next edit of the same file"))
+
+
+def src(r: dict) -> Rows:
+    rows = []
+    for key, what in SRC_ROWS:
+        row = r[key]
+        rows.append((f"{what} ({row['route']} route; built {', '.join(row['units_built'])})",
+                     f"build {seconds(row['build_s'])}, through validation {seconds(row['total_s'])}"))
+    return rows
+
+
+def export(r: dict) -> Rows:
+    rows: Rows = []
+    for row in r["rows"]:
+        size = gigabytes(row["archive_bytes"]) if "archive_bytes" in row else f"{row['archive_gb']:g} GB"
+        value = f"export {seconds(row['build_s'])}, load {seconds(row['load_s'])}, archive {size}"
+        rows.append((f"{row['compression']}, the {r['unit']} layer", value, *([row["command"]] if "command" in row else [])))
+    return rows
+
+
+def ci(r: dict) -> Rows:
+    return [("fresh clone, every tier", minutes(r["total_s"])),
+            ("unit tier (`nox -s tests`)", f"{r['unit_passed']:,} passed, {r['unit_skipped']} skipped; pytest "
+             f"{minutes(r['unit_pytest_s'])}"),
+            ("typecheck (`nox -s typecheck`)", r["typecheck"]),
+            ("integration tier (`nox -s integration`)", f"{r['integration_passed']} passed; {minutes(r['integration_s'])}")]
+
+
+# name -> (title, what it measures and its goal, the rows of its table). The page follows this order.
+BENCHMARKS: dict[str, tuple[str, str, Callable[[dict], Rows]]] = {
+    "single": ("One variant, cold", "The build steps of gfx950 CK-free from nothing.", single),
+    "noop": ("Nothing changed", "The same build steps again: every image reused by its key.", noop),
+    "digest": ("Reproducible digests", "Two cold builds, images removed and cache pruned before each.", digest),
+    "matrix": ("Four variants", "gfx942/gfx950 x CK/CK-free cold, the shared layers built once. "
+               "Goal: at most 1.6 x one variant.", matrix),
+    "layers": ("Layer sharing", "Bytes of the four variants' images together, from the engine's layer store. "
+               "Goal: at most 1.25.", layers),
+    "install": ("Install floor", "The clean step against unzipping its wheels into an empty folder. Goal: at most "
+                "1.5 (not met: the step also compiles bytecode and checks the install).", install),
+    "tests": ("Everyday tests", "The unit tier. Goal: under 120 s.", tests),
+    "registry": ("Build once, pull elsewhere", "A second machine pulls what the first pushed.", registry),
+    "bump": ("Pin bumps", "After a cold build, an ATOM-only and an aiter-only bump (each a profile relocked as "
+             "`atom-build pins --bump` does), with and without BuildKit's cache. New bytes: the release image's "
+             "layers the cold build lacks. Goal: at most 25 % of the cold build's time, 5 % of its bytes.", bump),
+    "src": ("Iterating on a checkout", "`--src aiter=CLONE` of gfx950 CK-free with the pinned images present. "
+            "Goal for the Python edit: at most 10 s of build steps.", src),
+    "export": ("Reproducible export per compression", "One unit built with `--no-cache` to an OCI archive with "
+               "rewrite-timestamp, then `docker load`ed (benchmarks/bench_export.py).", export),
+    "ci": ("CI", "What CI runs, on a fresh clone.", ci),
+}
+
+
+def section(name: str, entry: dict) -> list[str]:
+    if name not in BENCHMARKS:
+        raise SystemExit(f"rendering failed because results.json has a benchmark {name!r} this script does not know. "
+                         f"To fix, add it to BENCHMARKS in {Path(__file__).name}.")
+    title, about, rows = BENCHMARKS[name]
+    note = f" Note: {entry['note']}." if entry.get("note") else ""
+    lines = [f"## {title}", "", f"{about} Engine: {entry['engine']}.{note}", ""]
+    when = entry["date"] + (f" ({entry['checkout']})" if entry.get("checkout") else "")
+    lines += ["| what | value | date | command |", "| --- | --- | --- | --- |"]
+    for what, value, *command in rows(entry["result"]):
+        lines.append(f"| {what} | {value} | {when} | `{command[0] if command else entry['command']}` |")
+    return [*lines, ""]
+
+
+def render(results: dict) -> str:
+    if results.get("schema") != 2:
+        raise SystemExit("rendering failed because results.json is not schema 2. To fix, restore it from git.")
+    benchmarks = results["benchmarks"]
+    lines = ["# Benchmarks", "",
+             "<!-- Generated by benchmarks/render.py from benchmarks/results.json: do not edit. -->", "",
+             f"The offline profile, measured on {results['machine']}. Each table is the "
+             "newest run of its benchmark; `python benchmarks/bench_build.py --only ROW` re-runs one (it prunes the "
+             "BuildKit cache and removes the offline images) and records its date and command in results.json; "
+             "`python benchmarks/render.py --write` then rewrites this page. Earlier runs are kept in results.json "
+             "under `superseded`.", ""]
+    for name in [n for n in BENCHMARKS if n in benchmarks] + [n for n in benchmarks if n not in BENCHMARKS]:
+        lines += section(name, benchmarks[name])
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help=f"write {PAGE.name} instead of printing it")
+    args = parser.parse_args(argv)
+    page = render(json.loads(RESULTS.read_text()))
+    if args.write:
+        PAGE.write_text(page)
+    else:
+        sys.stdout.write(page)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
