@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..errors import BuildFailed, StepFailed, UsageError
 from ..run import quote, run, run_logged
-from ..spec import BuildSpec, Options, cache_flags
+from ..spec import Build, BuildSpec, cache_flags
 from . import ocilayout
 from .dockerfile import declared_args
 
@@ -31,7 +31,7 @@ Attestations = ocilayout.Statements  # image manifest digest -> in-toto statemen
 SOURCE_DATE_EPOCH = 315532800
 
 
-def build(spec: BuildSpec, options: Options, *, labels: tuple[tuple[str, str], ...] = (),
+def build(spec: BuildSpec, options: Build, *, labels: tuple[tuple[str, str], ...] = (),
           build_args: tuple[tuple[str, str], ...] | None = None, show: bool = True, reproducible: bool = False,
           containerd_store: bool = False, attestations: Attestations | None = None) -> str:
     """Build one spec; returns the image ID. build_args replaces the plan's (the patch step builds FROM an ID).
@@ -49,7 +49,7 @@ def build(spec: BuildSpec, options: Options, *, labels: tuple[tuple[str, str], .
         return _build_reproducible(spec, options, labels, cache, show, attestations)
     iid = run_dir / f"{spec.step}.iid"
     iid.unlink(missing_ok=True)
-    argv = spec.argv(builder=options.builder, progress=options.progress, ca_bundle=options.ca_bundle, iidfile=iid,
+    argv = spec.argv(builder=options.request.builder, progress=options.request.progress, ca_bundle=options.request.ca_bundle, iidfile=iid,
                      labels=labels, cache=cache)
     _run_build(spec, argv, run_dir / f"{spec.step}.log", show)
     return iid.read_text().strip()
@@ -72,16 +72,16 @@ def reproducible_flags(layout: Path, metadata: Path) -> list[str]:
             *ocilayout.flags(layout, metadata)]
 
 
-def _build_reproducible(spec: BuildSpec, options: Options, labels: tuple[tuple[str, str], ...],
+def _build_reproducible(spec: BuildSpec, options: Build, labels: tuple[tuple[str, str], ...],
                         cache: tuple[str, ...], show: bool, attestations: Attestations | None) -> str:
     """Build into the OCI layout, load what is new of it, and return its manifest digest (or, with attestations,
     its index digest): the ID the containerd store gives it."""
-    layout = ocilayout.folder(options.cache_dir)
+    layout = ocilayout.folder(options.request.cache_dir)
     layout.mkdir(parents=True, exist_ok=True)
     ocilayout.prune(layout)
     metadata = options.run_dir / f"{spec.step}.metadata.json"
     metadata.unlink(missing_ok=True)
-    argv = spec.argv(builder=options.builder, progress=options.progress, ca_bundle=options.ca_bundle,
+    argv = spec.argv(builder=options.request.builder, progress=options.request.progress, ca_bundle=options.request.ca_bundle,
                      labels=labels, load=False, cache=cache)
     at = argv.index("-t")
     before = ocilayout.blobs(layout)
@@ -111,7 +111,7 @@ def last_error(log: Path) -> str:
     return pick[:400]
 
 
-def export(spec: BuildSpec, options: Options, dest: Path) -> Path:
+def export(spec: BuildSpec, options: Build, dest: Path) -> Path:
     """The wheels and manifest into dest, all or nothing: BuildKit writes a temporary folder next to dest, every
     wheel is checked against the manifest's sha256, then the folder is renamed into place. An interrupted export
     leaves no wheel under its final name."""
@@ -121,7 +121,7 @@ def export(spec: BuildSpec, options: Options, dest: Path) -> Path:
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.partial-"))
     try:
-        argv = spec.argv(builder=options.builder, progress=options.progress, ca_bundle=options.ca_bundle, load=False)
+        argv = spec.argv(builder=options.request.builder, progress=options.request.progress, ca_bundle=options.request.ca_bundle, load=False)
         at = argv.index("-t")
         argv = [*argv[:at], "--output", f"type=local,dest={tmp}", argv[-1]]
         code = run_logged(argv, options.run_dir / "export.log")
@@ -146,5 +146,5 @@ def verify_export(folder: Path) -> int:
     return len(manifest["wheels"])
 
 
-def describe(spec: BuildSpec, options: Options) -> str:
-    return quote(spec.argv(builder=options.builder, progress=options.progress, ca_bundle=options.ca_bundle))
+def describe(spec: BuildSpec, options: Build) -> str:
+    return quote(spec.argv(builder=options.request.builder, progress=options.request.progress, ca_bundle=options.request.ca_bundle))
