@@ -68,8 +68,9 @@ def site_file(path: Path, *, given: bool = False) -> dict[str, object]:
             raise UsageError(f"the file must hold a mapping (cleanbuild: ...), not {type(data).__name__}")
         return site_config((data or {}).get("cleanbuild"))
     except UsageError as exc:
-        detail = str(exc).split(". To fix", 1)[0].removeprefix("invoke.yaml: ")
-        raise UsageError(f"{path} is not a valid site config ({detail}). To fix, correct it or remove it.") from None
+        detail, _, fix = str(exc).partition(". To fix, ")
+        fix = fix if fix.startswith("rename") else "correct it or remove it."  # an old key: its new name
+        raise UsageError(f"{path} is not a valid site config ({detail.removeprefix('invoke.yaml: ')}). To fix, {fix}") from None
 
 
 REQUEST_FLAGS = frozenset(o.name for o in OPTIONS if o.flag)  # the task parameters that reach the request
