@@ -5,7 +5,6 @@ console script's exit code and signals)."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
