@@ -19,7 +19,8 @@ from .errors import UsageError
 from .gpuhost.arch import Arch
 from .options import BY_NAME, CONFIG_KEYS, OPTIONS, RENAMED, given
 from .refs import git_ref, git_remote, image_ref
-from .spec import Request, new_run_id
+from .request import Request
+from .spec import new_run_id
 from .upstream.profiles import Profile, load, parse_sets, table
 
 __all__ = ["Request", "new_run_id", "resolve", "site_config", "site_file"]

@@ -1,6 +1,7 @@
-"""The shared types at the foundation: what a command is asked for (Request), one build of it for one arch (Build),
-one `docker buildx build` (BuildSpec), one container run (RunSpec), what the engine can do (EngineFacts), where this checkout is (REPO_ROOT) and how the host starts
-its patches CLI (patches_argv).
+"""The shared types at the foundation: one `docker buildx build` (BuildSpec), one container run (RunSpec), what the
+engine can do (EngineFacts), where this checkout is (REPO_ROOT), a build's run ID (new_run_id) and how the host
+starts its patches CLI (patches_argv). What a command is asked for (Request, Build) is one layer up, in
+cleanbuild.request: it holds a loaded profile.
 
 The planner (cleanbuild.images.plan) makes them; the engine, buildx, the steps and the report take them. This module
 imports nothing above it, so the Docker boundary does not depend on the planner.
@@ -11,18 +12,10 @@ from __future__ import annotations
 import datetime as dt
 import secrets
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from validation.archs import CK_MODES
-
 from . import metadata
-from .checkout import Checkout
-from .gpuhost.arch import Arch
-from .images.tag import today
-from .refs import split_image
-from .upstream.profiles import Profile
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOCKER_DIR = REPO_ROOT / "docker"
@@ -40,68 +33,6 @@ def new_run_id(now: dt.datetime | None = None) -> str:
     """Unique per build, so two builds at once never share a container or a temporary name."""
     stamp = (now or dt.datetime.now(dt.UTC)).strftime("%Y%m%d%H%M%S")
     return f"{stamp}-{secrets.token_hex(3)}"
-
-
-@dataclass(frozen=True)
-class Request:
-    """What a command is asked for, every value checked and typed: a task's flags, the environment and invoke.yaml,
-    resolved once (cleanbuild.settings.resolve, field by field from the table in cleanbuild.options: each field is
-    named after its option). Commands take this; nothing deeper reads a flag or the config again."""
-
-    profile: Profile  # loaded with `overrides`, checked (settings.checked_profile)
-    profile_from: str = "the default profile"  # where its name came from: --profile, the invoke.yaml key, the default
-    overrides: Mapping[str, object] = field(default_factory=dict)  # invoke.yaml's overrides, then --set (which wins)
-    arch: tuple[Arch, ...] = ()  # empty: detect on the host, or the image's label
-    ck_free: bool = False
-    builder: str | None = None
-    ca_bundle: Path | None = None
-    progress: str = "auto"
-    model: Path | None = None
-    allow_no_smoke: bool = False
-    user: str = "user"
-    gpu: tuple[int, ...] | None = None  # the GPUs GPU steps get; None: every GPU
-    user_id: str | None = None  # UID[:GID] GPU containers run as; None: the image's user
-    device: str | None = None  # where validation runs (cpu, cuda); None: the profile's
-    registry: str = "atom-build"
-    cache: str = "auto"  # build cache through the registry: auto (inline when the registry is remote), inline, registry, none
-    cache_dir: Path = REPO_ROOT / ".cache"
-    src: tuple[str, ...] = ()  # --src COMPONENT=PATH, resolved against the profile by cleanbuild.checkout
-
-    @property
-    def remote(self) -> bool:
-        """A registry prefix with a host (registry.example:5000/atom-build): images are pulled and pushed there."""
-        first, sep, _ = self.registry.partition("/")
-        return bool(sep) and ("." in first or ":" in first or first == "localhost")
-
-    def build(self, arch: Arch, src: tuple[Checkout, ...] = ()) -> Build:
-        """One build of this request for arch: today's date and a new run ID."""
-        return Build(self, arch, date=today(), run_id=new_run_id(), src=src)
-
-
-@dataclass(frozen=True)
-class Build:
-    """One build: the request it serves, plus what is this build's own: the arch, the date, the run ID and the
-    local checkouts (--src, resolved by cleanbuild.checkout)."""
-
-    request: Request
-    arch: Arch
-    date: str = "19700101"
-    run_id: str = "plan"
-    src: tuple[Checkout, ...] = ()
-
-    repo_root = REPO_ROOT
-
-    @property
-    def remote(self) -> bool:
-        return self.request.remote
-
-    @property
-    def run_dir(self) -> Path:
-        return self.request.cache_dir / "runs" / self.run_id
-
-    @property
-    def ck_mode(self) -> str:
-        return CK_MODES[1] if self.request.ck_free else CK_MODES[0]
 
 
 @dataclass(frozen=True)
@@ -159,23 +90,6 @@ class RunSpec:
         for key, value in self.env:
             argv += ["-e", f"{key}={value}"]
         return [*argv, "-w", self.workdir, image, *self.command]
-
-
-def cache_flags(spec: BuildSpec, options: Build, *, containerd_store: bool = False) -> tuple[str, ...]:
-    """Build cache through the registry. The docker driver (the engine's own BuildKit) with the classic image store
-    can only export the cache inline, in the image it pushes (the final image's layers); with the containerd image
-    store, or on a docker-container or remote builder, every stage's cache goes to the registry (mode=max): `auto`
-    takes that when the engine has the containerd store. Inline, each build reads the content-keyed image and its
-    stem's `-latest` tag, so a changed key still starts from the last build's layers."""
-    request = options.request
-    if request.cache == "none" or (request.cache == "auto" and not options.remote):
-        return ()
-    repo, tag = split_image(spec.image)
-    stem = tag.rsplit("-", 1)[0]
-    if request.cache == "registry" or (request.cache == "auto" and containerd_store and request.builder is None):
-        ref = f"type=registry,ref={repo}:{stem}-buildcache"
-        return ("--cache-from", ref, "--cache-to", f"{ref},mode=max")
-    return ("--cache-to", "type=inline", "--cache-from", spec.image, "--cache-from", f"{repo}:{stem}-latest")
 
 
 @dataclass(frozen=True)

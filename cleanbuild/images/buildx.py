@@ -20,8 +20,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import BuildFailed, StepFailed, UsageError
+from ..request import Build, cache_flags
 from ..run import quote, run, run_logged
-from ..spec import Build, BuildSpec, cache_flags
+from ..spec import BuildSpec
 from . import ocilayout
 from .dockerfile import declared_args
 

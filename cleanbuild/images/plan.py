@@ -18,7 +18,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 from .. import metadata
 from ..checkout import Checkout
 from ..errors import UsageError
-from ..spec import DOCKER_DIR, REPO_ROOT, Build, BuildSpec, RunSpec
+from ..request import Build
+from ..spec import DOCKER_DIR, REPO_ROOT, BuildSpec, RunSpec
 from ..upstream import lock, lockfile
 from ..upstream.gitrepo import is_url, local_path
 from ..upstream.profiles import Profile, strings, table

@@ -14,7 +14,8 @@ from .. import engine, metadata
 from ..errors import StepFailed, UsageError
 from ..gpuhost import gpu
 from ..refs import split_image
-from ..spec import BuildSpec, cache_flags
+from ..request import cache_flags
+from ..spec import BuildSpec
 from . import buildx, components, devcontext, sbom, srcplan
 from . import prepare as preparer
 from . import report as reports

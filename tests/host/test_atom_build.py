@@ -13,8 +13,8 @@ import pytest
 
 from cleanbuild import cli, options
 from cleanbuild.errors import UsageError
+from cleanbuild.request import Request
 from cleanbuild.settings import resolve, site_config
-from cleanbuild.spec import Request
 from cleanbuild.tasks import ns
 
 ROOT = Path(__file__).resolve().parents[2]

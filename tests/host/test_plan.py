@@ -14,7 +14,8 @@ from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.images import buildx, dockerfile, steps
 from cleanbuild.images import plan as P
 from cleanbuild.images.record import BuildRecord
-from cleanbuild.spec import DOCKER_DIR, cache_flags
+from cleanbuild.request import cache_flags
+from cleanbuild.spec import DOCKER_DIR
 from cleanbuild.upstream import profiles
 from tests.support.requests import build_of
 from tests.support.upstream import AITER_HEAD

@@ -16,7 +16,7 @@ from cleanbuild.images import pipeline, prepare
 from cleanbuild.images.plan import Plan, make_plan
 from cleanbuild.images.record import BuildRecord
 from cleanbuild.options import ca_bundle
-from cleanbuild.spec import Build, Request
+from cleanbuild.request import Build, Request
 from cleanbuild.upstream import profiles
 from tests.support.requests import changed
 

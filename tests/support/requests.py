@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import fields, replace
 
 from cleanbuild.gpuhost.arch import Arch
-from cleanbuild.spec import Build, Request
+from cleanbuild.request import Build, Request
 from cleanbuild.upstream import profiles
 from cleanbuild.upstream.profiles import Profile
 
