@@ -134,3 +134,20 @@ def test_ctrl_c_while_the_tasks_import_is_exit_130_and_one_line(entry):
                           timeout=120)
     assert proc.returncode == 130, proc.stderr
     assert proc.stderr.startswith("error: interrupted (Ctrl-C).") and len(proc.stderr.splitlines()) == 1
+
+
+def test_what_follows_a_standalone_double_dash_reaches_validate(capsys, monkeypatch):
+    from cleanbuild import commands
+
+    seen = {}
+
+    def validate(image, request, *, rest, dest):
+        seen.update(image=image, rest=rest, device=request.device, dest=dest)
+        return 0
+
+    monkeypatch.setattr(commands, "validate", validate)
+    code, _, err = atom_build(capsys, "validate", "--image", "atom-build/clean:x", "--json-file", "v.json", "--",
+                              "--only", "arch-consistency")
+    assert (code, err) == (0, "")
+    assert seen == {"image": "atom-build/clean:x", "rest": ("--only", "arch-consistency"), "device": "cuda",
+                    "dest": Path("v.json")}
