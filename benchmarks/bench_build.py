@@ -192,7 +192,7 @@ def forget_machine(cli, prefix: str) -> None:
 def registry_flow(cli, registry: str) -> dict:
     plan = offline_plan(MATRIX[3], run_id="bench-reg")
     prefix = f"{registry}/bench-{int(time.time())}"
-    remote = make_plan(plan.profile, replace(plan.options, registry=prefix))
+    remote = make_plan(plan.profile, replace(plan.options, request=replace(plan.options.request, registry=prefix)))
     prune(cli, [plan, remote])
     first, _ = timed_run(cli, remote)  # machine 1: cold, builds and pushes
     forget_machine(cli, prefix)

@@ -156,7 +156,7 @@ def gpu_kwargs(arch: str | None) -> dict:
 
 def probe_spec(inputs: Inputs, attrs: dict, out: Path, run_id: str, python: str, want_csv: bool) -> RunSpec:
     """The probe's container: read-only mounts of validation/ and patches/, the output folder, the model."""
-    command = [python, "-m", "validation.audit", "--arch", inputs.arch or "auto", "--json", f"{OUT}/audit.json"]
+    command = [python, "-m", "validation.audit", "--arch", inputs.arch or "auto", "--json-file", f"{OUT}/audit.json"]
     if inputs.model_arg:
         command += ["--model", inputs.model_arg, "--tp", *map(str, inputs.tp)]
         command += ["--untuned-csv", f"{OUT}/untuned-gemm.csv"] if want_csv else []
@@ -207,7 +207,7 @@ def device_spec(arch: str | None, attrs: dict, out: Path, run_id: str, python: s
     env = {"PYTHONPATH": f"{PROBE_ROOT}:{image_path}" if image_path else PROBE_ROOT}
     return RunSpec(step="audit-device", name=f"atom-audit-{run_id}-device",
                    command=(python, "-m", "validation", "--arch", arch or "auto", "--device", "cuda",
-                            "--json", f"{OUT}/validation.json"),
+                            "--json-file", f"{OUT}/validation.json"),
                    mounts=((str(REPO_ROOT / "validation"), f"{PROBE_ROOT}/validation", "ro"), (str(out), OUT, "rw")),
                    env=tuple(env.items()), gpu=True, network="none", workdir=PROBE_ROOT)
 

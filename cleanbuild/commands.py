@@ -43,12 +43,12 @@ def print_rows(title: str, rows: Mapping[str, object]) -> None:
 def plans(request: Request) -> list[Plan]:
     """One plan per arch (detected on the host when none was given); preparation is a step, after preflight."""
     profile = request.profile
-    archs = request.archs or (resolve(None, host_runner).arch,)
+    archs = request.arch or (resolve(None, host_runner).arch,)
     src = checkout.resolve_all(request.src, {n: str(profile.component(n).get("ref")) for n in checkout.COMPONENTS})
     for found in src:
         if found.warning():
             console.print(f"[yellow]{found.warning()}[/yellow]")
-    return [make_plan(profile, replace(request.options(a), src=src)) for a in archs]
+    return [make_plan(profile, request.build(a, src)) for a in archs]
 
 
 def show_plan(request: Request, *, as_json: bool) -> None:
@@ -162,11 +162,11 @@ def image_plan(image: str, request: Request, cli) -> tuple[Plan, BuildRecord]:
     if image_id is None:
         raise UsageError(f"image {image} not found on this engine. To fix, build it (invoke build-clean) or pass an existing image.")
     label, ck_mode = metadata.image_labels(engine.inspect(cli, image).get("Config", {}).get("Labels"))
-    archs = request.archs or settings.parse_arch(label)
+    archs = request.arch or settings.parse_arch(label)
     if not archs:
         raise UsageError(f"{image} has no {metadata.label('arch')} label. To fix, pass --arch gfx942|gfx950.")
     request = replace(request, ck_free=request.ck_free or ck_mode == "ckfree")
-    plan = make_plan(request.profile, request.options(archs[0]))
+    plan = make_plan(request.profile, request.build(archs[0]))
     return plan, pipeline.new_record(plan, candidate_id=image_id, candidate_ref=image)
 
 
@@ -212,17 +212,17 @@ def tag(image: str, request: Request, *, dry_run: bool) -> None:
     else:
         rec = pipeline.run(plan, cli, ("preflight", "tag"), rec, failed_report=False)
     f, made = rec.tagged()
-    print_rows("tag", {"tag": f"{metadata.release_repo(plan.options.registry, f.arch, f.ck_mode)}:{made.value}",
+    print_rows("tag", {"tag": f"{metadata.release_repo(plan.options.request.registry, f.arch, f.ck_mode)}:{made.value}",
                        "rocm": f.rocm_release, "aiter": f.aiter, "atom": f.atom, "length": len(made.value),
                        "changes": "; ".join(made.steps) or "none needed", "applied": rec.release_ref or "no (--dry-run)"})
 
 
-def patch(*, src: str | None, image: str | None, only: tuple[str, ...], check: bool, dry_run: bool,
+def patch(*, folder: str | None, image: str | None, only: tuple[str, ...], check: bool, dry_run: bool,
           request: Request) -> None:
-    if src and not image:
-        return _patch_folder(Path(src), only, "check" if check or dry_run else "apply")
-    if src or not image:
-        raise UsageError("give exactly one of --src DIR or --image TAG.")
+    if folder and not image:
+        return _patch_folder(Path(folder), only, "check" if check or dry_run else "apply")
+    if folder or not image:
+        raise UsageError("give exactly one of --folder DIR or --image TAG.")
     image_ref(image, "--image")
     cli = engine.client()
     plan, rec = image_plan(image, request, cli)
@@ -242,11 +242,11 @@ def _patch_folder(root: Path, only: tuple[str, ...], mode: str) -> None:
     from patches import cli as patches_cli
 
     if not root.is_dir():
-        raise UsageError(f"--src {root} is not a folder. To fix, pass a source checkout or a site-packages folder.")
+        raise UsageError(f"--folder {root} is not a folder. To fix, pass a source checkout or a site-packages folder.")
     try:
         patches_cli.select(list(only), root)  # the patches CLI's own input rules, in-process
     except patches_cli.UsageError as exc:
-        raise UsageError(f"patch --src {root} --only {' '.join(only) or '-'} refused because {exc}. To fix, pass a "
+        raise UsageError(f"patch --folder {root} --only {' '.join(only) or '-'} refused because {exc}. To fix, pass a "
                          "folder holding aiter/ or atom/ and patch names from `python -m patches list`.") from None
     argv = patches_argv(mode, root.resolve(), *[x for n in only for x in ("--only", n)])
     code = run(argv, check=False, cwd=REPO_ROOT).returncode
@@ -274,10 +274,10 @@ def promote(ref: str, request: Request) -> BuildRecord:
         raise UsageError(f"{ref} is not in its registry. To fix, push it (build-clean with a registry) or pass the reference it printed.")
     digest = parse_image(ref).digest or _digest_of(cli, ref)
     image_arch, _ = metadata.image_labels(engine.inspect(cli, image_id).get("Config", {}).get("Labels"))
-    node = request.archs[0] if request.archs else resolve(None, host_runner).arch
+    node = request.arch[0] if request.arch else resolve(None, host_runner).arch
     if image_arch and node.value != image_arch:
         raise UsageError(f"this node is {node.value} and {ref} is built for {image_arch}. To fix, promote it on a {image_arch} node.")
-    plan, rec = image_plan(ref, replace(request, archs=(node,)), cli)
+    plan, rec = image_plan(ref, replace(request, arch=(node,)), cli)
     rec = replace(rec, candidate_id=image_id, candidate_digest=digest)
     rec = pipeline.run(plan, cli, ("preflight", "validate", "smoke", "tag", "report", "push"), rec)
     console.print(steps_table(f"promote {ref}", rec.steps))

@@ -1,6 +1,7 @@
-"""The shared types at the foundation: what a build is asked for (Options), one build (BuildSpec), one container
-run (RunSpec), what the engine can do (EngineFacts), where this checkout is (REPO_ROOT) and how the host starts
-its patches CLI (patches_argv).
+"""The shared types at the foundation: one `docker buildx build` (BuildSpec), one container run (RunSpec), what the
+engine can do (EngineFacts), where this checkout is (REPO_ROOT), a build's run ID (new_run_id) and how the host
+starts its patches CLI (patches_argv). What a command is asked for (Request, Build) is one layer up, in
+cleanbuild.request: it holds a loaded profile.
 
 The planner (cleanbuild.images.plan) makes them; the engine, buildx, the steps and the report take them. This module
 imports nothing above it, so the Docker boundary does not depend on the planner.
@@ -8,15 +9,13 @@ imports nothing above it, so the Docker boundary does not depend on the planner.
 
 from __future__ import annotations
 
+import datetime as dt
+import secrets
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from validation.archs import CK_MODES
-
 from . import metadata
-from .checkout import Checkout
-from .gpuhost.arch import Arch
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOCKER_DIR = REPO_ROOT / "docker"
@@ -30,40 +29,10 @@ def patches_argv(mode: str, root: Path | str, *flags: str) -> list[str]:
     return [sys.executable, "-m", "patches", mode, "--root", str(root), *flags]
 
 
-@dataclass(frozen=True)
-class Options:
-    arch: Arch
-    ck_free: bool = False
-    builder: str | None = None
-    progress: str = "auto"
-    ca_bundle: Path | None = None
-    model: Path | None = None
-    allow_no_smoke: bool = False
-    user: str = "user"
-    date: str = "19700101"
-    registry: str = "atom-build"
-    run_id: str = "plan"
-    repo_root: Path = REPO_ROOT
-    cache_dir: Path = REPO_ROOT / ".cache"
-    validation_device: str | None = None  # `nox -s validate --device`: overrides the profile's
-    gpus: tuple[int, ...] | None = None  # --gpu: the GPUs GPU steps get (None: all)
-    container_user: str | None = None  # --user for GPU containers (None: the image's user)
-    cache: str = "auto"  # build cache through the registry: auto (inline when the registry is remote), inline, registry, none
-    src: tuple[Checkout, ...] = ()  # --src: local checkouts, resolved (cleanbuild.checkout)
-
-    @property
-    def remote(self) -> bool:
-        """A registry prefix with a host (registry.example:5000/atom-build): images are pulled and pushed there."""
-        first, sep, _ = self.registry.partition("/")
-        return bool(sep) and ("." in first or ":" in first or first == "localhost")
-
-    @property
-    def run_dir(self) -> Path:
-        return self.cache_dir / "runs" / self.run_id
-
-    @property
-    def ck_mode(self) -> str:
-        return CK_MODES[1] if self.ck_free else CK_MODES[0]
+def new_run_id(now: dt.datetime | None = None) -> str:
+    """Unique per build, so two builds at once never share a container or a temporary name."""
+    stamp = (now or dt.datetime.now(dt.UTC)).strftime("%Y%m%d%H%M%S")
+    return f"{stamp}-{secrets.token_hex(3)}"
 
 
 @dataclass(frozen=True)

@@ -1,42 +1,19 @@
-"""`nox -s validate -- --image TAG ...`: build-clean's validate step, on any image (cleanbuild.commands.validate)."""
+"""`nox -s validate -- --image TAG ...`: the `validate` task (cleanbuild.tasks), through atom-build's front door.
+
+The same flags as `atom-build validate` (--image, --arch, --device, --gpu, --user-id, --json-file, --profile,
+--set, --debug), then `-- ARGS` for the kernels' own CLI; the same exit codes.
+"""
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
-from .boundary import guarded
-from .commands import validate
-from .settings import Request, resolve, site_file
-from .spec import REPO_ROOT
+from .cli import main as atom_build
 
 
-def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
-    cut = argv.index("--") if "--" in argv else len(argv)
-    p = argparse.ArgumentParser(prog="nox -s validate --", description=__doc__)
-    p.add_argument("--image", required=True, help="image (tag or ID) to validate")
-    p.add_argument("--arch", help="gfx942|gfx950 (default: the image's io.atom-build.arch label)")
-    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda", help="cuda needs a ROCm host (/dev/kfd)")
-    p.add_argument("--gpu", help="GPU indices, e.g. 0 or 0,1 (default: all)")
-    p.add_argument("--user-id", "--user", dest="user", help="run the container as UID[:GID] (numeric)")
-    p.add_argument("--json", type=Path, default=None, help="where to copy the report (default reports/validate-<run>.json)")
-    p.add_argument("--debug", action="store_true")
-    return p.parse_args(argv[:cut]), argv[cut + 1:]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """argparse's usage errors exit 2 on their own; everything after parsing goes through the one boundary."""
-    args, rest = parse(sys.argv[1:] if argv is None else argv)
-    return guarded(lambda: validate(args.image, _request(args), rest=tuple(rest), dest=args.json),
-                   debug=args.debug, report=lambda error: print(f"error: {error}", file=sys.stderr))
-
-
-def _request(args: argparse.Namespace) -> Request:
-    """The flags by the names the invoke tasks give them (so a message names --user-id), with invoke.yaml."""
-    flags = {"arch": args.arch, "device": args.device, "gpu": args.gpu, "user_id": args.user}
-    return resolve(flags, site_file(REPO_ROOT / "invoke.yaml"))
+def main(argv: list[str] | None = None) -> None:
+    atom_build(["atom-build", "validate", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

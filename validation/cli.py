@@ -1,7 +1,7 @@
 """python -m validation: parse, plan the context, run the checks, print a table, write JSON, exit 0/1/2.
 
 Arguments are parsed and checked before torch or any kernel module is imported: `--help` and usage errors are
-answered on a host without torch, and nothing is written (no --json folder) before every argument is valid.
+answered on a host without torch, and nothing is written (no --json-file folder) before every argument is valid.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--only", nargs="+", metavar="CHECK", choices=CHECK_NAMES, help="run only these checks")
     p.add_argument("--model", default="llama3-8b", help=f"config.json path or preset ({', '.join(PRESETS)})")
     p.add_argument("--tp", type=positive_int, nargs="+", default=[1, 8], metavar="N", help="tensor-parallel sizes")
-    p.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
+    p.add_argument("--json-file", type=Path, metavar="PATH", help="write the JSON report here")
     p.add_argument("--write-untuned", type=Path, metavar="PATH", help="write missing shapes as aiter untuned CSV")
     p.add_argument("--cu-num", type=positive_int, help="CU count for tuned-CSV lookups (default: device, else arch's)")
     p.add_argument("--aiter-src", "--aiter-root", dest="aiter_src", metavar="DIR",
@@ -92,12 +92,12 @@ def main(argv: list[str] | None = None) -> int:
             # Must be set before any @triton.jit runs its decorator: our kernels then run on numpy.
             os.environ["TRITON_INTERPRET"] = "1"
         ctx = make_context(args, device)
-        if args.json is not None:
-            check_writable(args.json)
+        if args.json_file is not None:
+            check_writable(args.json_file)
     except UsageError as e:
         print(f"python -m validation: error: {e}", file=sys.stderr)
         return USAGE_ERROR
-    return run(ctx, args.only, args.json)
+    return run(ctx, args.only, args.json_file)
 
 
 def parse(argv: list[str] | None):
@@ -105,8 +105,8 @@ def parse(argv: list[str] | None):
     from validation.models import load_config
 
     args = build_parser().parse_args(argv)
-    if args.json is not None and args.json.is_dir():
-        raise UsageError(f"--json {args.json}: is a folder, not a file")
+    if args.json_file is not None and args.json_file.is_dir():
+        raise UsageError(f"--json-file {args.json_file}: is a folder, not a file")
     try:
         load_config(args.model)
     except (OSError, ValueError) as e:
@@ -115,14 +115,14 @@ def parse(argv: list[str] | None):
 
 
 def check_writable(path: Path) -> None:
-    """--json must be writable before the checks run; nothing is created here (run() makes the folders)."""
+    """--json-file must be writable before the checks run; nothing is created here (run() makes the folders)."""
     if path.is_dir():
-        raise UsageError(f"--json {path}: is a folder, not a file")
+        raise UsageError(f"--json-file {path}: is a folder, not a file")
     target = path if path.exists() else next((p for p in path.absolute().parents if p.exists()), None)
     if target is None or (not path.exists() and not target.is_dir()):
-        raise UsageError(f"--json {path}: cannot write there ({target} is a file, not a folder)")
+        raise UsageError(f"--json-file {path}: cannot write there ({target} is a file, not a folder)")
     if not os.access(target, os.W_OK | (0 if path.exists() else os.X_OK)):
-        raise UsageError(f"--json {path}: cannot write there ({target} is not writable)")
+        raise UsageError(f"--json-file {path}: cannot write there ({target} is not writable)")
 
 
 def _default_device() -> str:

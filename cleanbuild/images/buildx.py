@@ -21,8 +21,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import BuildFailed, StepFailed, UsageError
+from ..request import Build
 from ..run import quote, run, run_logged
-from ..spec import BuildSpec, Options
+from ..spec import BuildSpec
 from . import buildx_argv, ocilayout
 from .buildx_argv import cache_flags
 from .dockerfile import declared_args
@@ -30,7 +31,7 @@ from .dockerfile import declared_args
 Attestations = ocilayout.Statements  # image manifest digest -> in-toto statements about it
 
 
-def build(spec: BuildSpec, options: Options, *, labels: tuple[tuple[str, str], ...] = (),
+def build(spec: BuildSpec, options: Build, *, labels: tuple[tuple[str, str], ...] = (),
           build_args: tuple[tuple[str, str], ...] | None = None, show: bool = True, reproducible: bool = False,
           containerd_store: bool = False, attestations: Attestations | None = None) -> str:
     """Build one spec; returns the image ID. build_args replaces the plan's (the patch step builds FROM an ID).
@@ -61,11 +62,11 @@ def check_build_args(spec: BuildSpec) -> None:
                          "To fix, remove them from the profile or declare them with ARG in the Dockerfile.")
 
 
-def _build_reproducible(spec: BuildSpec, options: Options, labels: tuple[tuple[str, str], ...],
+def _build_reproducible(spec: BuildSpec, options: Build, labels: tuple[tuple[str, str], ...],
                         cache: tuple[str, ...], show: bool, attestations: Attestations | None) -> str:
     """Build into the OCI layout, load what is new of it, and return its manifest digest (or, with attestations,
     its index digest): the ID the containerd store gives it."""
-    layout = ocilayout.folder(options.cache_dir)
+    layout = ocilayout.folder(options.request.cache_dir)
     layout.mkdir(parents=True, exist_ok=True)
     ocilayout.prune(layout)
     metadata = options.run_dir / f"{spec.step}.metadata.json"
@@ -97,7 +98,7 @@ def last_error(log: Path) -> str:
     return pick[:400]
 
 
-def export(spec: BuildSpec, options: Options, dest: Path) -> Path:
+def export(spec: BuildSpec, options: Build, dest: Path) -> Path:
     """The wheels and manifest into dest, all or nothing: BuildKit writes a temporary folder next to dest, every
     wheel is checked against the manifest's sha256, then the folder is renamed into place. An interrupted export
     leaves no wheel under its final name."""
@@ -130,5 +131,5 @@ def verify_export(folder: Path) -> int:
     return len(manifest["wheels"])
 
 
-def describe(spec: BuildSpec, options: Options) -> str:
+def describe(spec: BuildSpec, options: Build) -> str:
     return quote(buildx_argv.argv(spec, options, buildx_argv.load()))

@@ -14,24 +14,25 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..refs import split_image
-from ..spec import BuildSpec, Options
+from ..request import Build
+from ..spec import BuildSpec
 
 # Every file a build writes and the image config carry this time: 1980-01-01, the earliest a zip (a wheel) holds.
 SOURCE_DATE_EPOCH = 315532800
 
 
-def argv(spec: BuildSpec, options: Options, output: tuple[str, ...], *, labels: tuple[tuple[str, str], ...] = (),
+def argv(spec: BuildSpec, options: Build, output: tuple[str, ...], *, labels: tuple[tuple[str, str], ...] = (),
          cache: tuple[str, ...] = (), tagged: bool = True) -> list[str]:
     """One build of spec. output: where the image goes (load, oci_layout or local below); labels: --label pairs;
     cache: cache_flags; tagged: named spec.image (an export to a folder has no image to name)."""
-    out = ["docker", "buildx", "build", *(("--builder", options.builder) if options.builder else ()),
-           "--progress", options.progress, "--network", "host", "-f", str(spec.dockerfile)]
+    out = ["docker", "buildx", "build", *(("--builder", options.request.builder) if options.request.builder else ()),
+           "--progress", options.request.progress, "--network", "host", "-f", str(spec.dockerfile)]
     out += ["--target", spec.target] if spec.target else []
     for key, value in spec.build_args:
         out += ["--build-arg", f"{key}={value}"]
     for key, value in labels:
         out += ["--label", f"{key}={value}"]
-    out += ["--secret", f"id=ca,src={options.ca_bundle}"] if options.ca_bundle else []  # never a build argument
+    out += ["--secret", f"id=ca,src={options.request.ca_bundle}"] if options.request.ca_bundle else []  # never a build argument
     out += [*cache, *output]
     return [*out, *(("-t", spec.image) if tagged else ()), str(spec.context)]
 
@@ -57,17 +58,17 @@ def local(dest: Path) -> tuple[str, ...]:
     return ("--output", f"type=local,dest={dest}")
 
 
-def cache_flags(spec: BuildSpec, options: Options, *, containerd_store: bool = False) -> tuple[str, ...]:
+def cache_flags(spec: BuildSpec, options: Build, *, containerd_store: bool = False) -> tuple[str, ...]:
     """Build cache through the registry. The docker driver (the engine's own BuildKit) with the classic image store
     can only export the cache inline, in the image it pushes (the final image's layers); with the containerd image
     store, or on a docker-container or remote builder, every stage's cache goes to the registry (mode=max): `auto`
     takes that when the engine has the containerd store. Inline, each build reads the content-keyed image and its
     stem's `-latest` tag, so a changed key still starts from the last build's layers."""
-    if options.cache == "none" or (options.cache == "auto" and not options.remote):
+    if options.request.cache == "none" or (options.request.cache == "auto" and not options.remote):
         return ()
     repo, tag = split_image(spec.image)
     stem = tag.rsplit("-", 1)[0]
-    if options.cache == "registry" or (options.cache == "auto" and containerd_store and options.builder is None):
+    if options.request.cache == "registry" or (options.request.cache == "auto" and containerd_store and options.request.builder is None):
         ref = f"type=registry,ref={repo}:{stem}-buildcache"
         return ("--cache-from", ref, "--cache-to", f"{ref},mode=max")
     return ("--cache-to", "type=inline", "--cache-from", spec.image, "--cache-from", f"{repo}:{stem}-latest")

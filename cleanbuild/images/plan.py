@@ -18,7 +18,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 from .. import metadata
 from ..checkout import Checkout
 from ..errors import UsageError
-from ..spec import DOCKER_DIR, REPO_ROOT, BuildSpec, Options, RunSpec
+from ..request import Build
+from ..spec import DOCKER_DIR, REPO_ROOT, BuildSpec, RunSpec
 from ..upstream import lock, lockfile
 from ..upstream.gitrepo import is_url, local_path
 from ..upstream.profiles import Profile, strings, table
@@ -59,7 +60,7 @@ class Prepare:
 @dataclass(frozen=True)
 class Plan:
     profile: Profile
-    options: Options
+    options: Build
     base_image: str
     prepare: Prepare
     wheels: BuildSpec
@@ -118,7 +119,7 @@ CLEAN_ONLY_SCRIPTS = frozenset({"install.sh", "compile_new.py", "smoke.py", "str
 COMMON_UNITS = ("torch", "triton", "deps", "sdists", "mori", "installer")  # what the venv layer installs
 
 
-def make_plan(profile: Profile, options: Options) -> Plan:
+def make_plan(profile: Profile, options: Build) -> Plan:
     prep = _prepare(profile, options)
     base = standin_image(prep.standin) if prep.standin else profile.base_ref
     units = make_units(profile, options, base, prep)
@@ -130,7 +131,7 @@ def make_plan(profile: Profile, options: Options) -> Plan:
         wheels=build_spec(by["wheels"]), clean=build_spec(by["clean"]),
         patch=patch_build(below.image, by["candidate"].image),
         validate=_validate(profile, options), smoke=smoke, smoke_skip_reason=skip,
-        release_repo=metadata.release_repo(options.registry, options.arch.value, options.ck_mode),
+        release_repo=metadata.release_repo(options.request.registry, options.arch.value, options.ck_mode),
         wheels_key=by["wheels"].key, units=units, steps=DEV_STEPS if "dev" in by else STEPS,
     )
 
@@ -139,7 +140,7 @@ def build_spec(unit: Unit) -> BuildSpec:
     return BuildSpec(unit.name, unit.dockerfile, unit.context, unit.target, unit.args, unit.image)
 
 
-def make_units(profile: Profile, options: Options, base: str, prep: Prepare) -> tuple[Unit, ...]:
+def make_units(profile: Profile, options: Build, base: str, prep: Prepare) -> tuple[Unit, ...]:
     """Every image of the build, keyed by its own inputs (cleanbuild.images.components), in build order."""
     args = _wheels_args(profile, options, base)
     locks = dict(prep.lock_texts)
@@ -153,7 +154,7 @@ def make_units(profile: Profile, options: Options, base: str, prep: Prepare) -> 
     for comp in profile.components:
         if comp.source == "git":
             extra.setdefault(comp.name, {})["repository"] = str(comp.get("repo"))
-    reg, stem = options.registry, f"{options.arch.value}-{options.ck_mode}"
+    reg, stem = options.request.registry, f"{options.arch.value}-{options.ck_mode}"
     keys: dict[str, str] = {}
     units: list[Unit] = []
 
@@ -186,7 +187,7 @@ def make_units(profile: Profile, options: Options, base: str, prep: Prepare) -> 
     clean_df = DOCKER_DIR / "Dockerfile.clean"
     root = options.repo_root
     layer = {"WHEELS_IMAGE": units[-1].image, "BASE_IMAGE": base, "GPU_ARCH": options.arch.value,
-             "ENABLE_CK": "0" if options.ck_free else "1"}
+             "ENABLE_CK": "0" if options.request.ck_free else "1"}
     scripts = {"scripts": shared["scripts"], "python": profile.python}
     venv = add(make_unit("venv", (clean_df, "venv", root), layer, keys,
                          {**scripts, **{f"unit:{n}": keys[n] for n in COMMON_UNITS}}, f"{reg}/layer-venv:",
@@ -200,7 +201,7 @@ def make_units(profile: Profile, options: Options, base: str, prep: Prepare) -> 
                           f"{reg}/clean:{stem}-"))
     below, patches = clean, {"patches": _tree_digest(REPO_ROOT / "patches")}
     if srcplan.on_route(options.src, "overlay"):
-        below = add(make_unit("dev", (DOCKER_DIR / "Dockerfile.dev", None, srcplan.dev_context(options.cache_dir, options.src)),
+        below = add(make_unit("dev", (DOCKER_DIR / "Dockerfile.dev", None, srcplan.dev_context(options.request.cache_dir, options.src)),
                               {"IMAGE": clean.image}, keys, srcplan.dev_inputs(options.src), f"{reg}/dev:{stem}-"))
         patches["unit:dev"] = below.key  # IMAGE stands for the clean image's key in make_unit: name the dev layer's
     add(make_unit("candidate", (DOCKER_DIR / "Dockerfile.patch", None, REPO_ROOT), {"IMAGE": below.image}, keys,
@@ -210,7 +211,7 @@ def make_units(profile: Profile, options: Options, base: str, prep: Prepare) -> 
 
 # ---- the wheels build context -------------------------------------------------------------------------------
 
-def _prepare(profile: Profile, options: Options) -> Prepare:
+def _prepare(profile: Profile, options: Build) -> Prepare:
     runtime, build = lock.lock_paths(profile)
     wheels = tuple((c.name, f"{c.name}=={c.get('version')}") for c in profile.components if c.source == "local")
     repos = tuple((c.name, local_path(str(c.get("repo")), options.repo_root)) for c in profile.components
@@ -225,7 +226,7 @@ def _prepare(profile: Profile, options: Options) -> Prepare:
     key = _digest({"lock": dict(texts), "wheels": wheels, "python": profile.python,
                    "repos": [(n, str(p)) for n, p in repos],
                    "scripts": _tree_digest(DOCKER_DIR / "scripts", skip=CLEAN_ONLY_SCRIPTS)})
-    context = options.cache_dir / "contexts" / f"{profile.name}-{key[:12]}"
+    context = options.request.cache_dir / "contexts" / f"{profile.name}-{key[:12]}"
     return Prepare(context, key, (runtime, build), texts, problem, lock_digest, wheels, repos, standin)
 
 
@@ -268,9 +269,9 @@ def repo_arg(component: str, repo: str) -> str:
     return repo if is_url(repo) else f"/local/repos/{component}.git"
 
 
-def _wheels_args(profile: Profile, options: Options, base: str) -> dict[str, str]:
+def _wheels_args(profile: Profile, options: Build, base: str) -> dict[str, str]:
     aiter = profile.component("aiter")
-    args = {"BASE_IMAGE": base, "GPU_ARCH": options.arch.value, "ENABLE_CK": "0" if options.ck_free else "1",
+    args = {"BASE_IMAGE": base, "GPU_ARCH": options.arch.value, "ENABLE_CK": "0" if options.request.ck_free else "1",
             "PREBUILD_KERNELS": "1" if aiter.get("prebuild_kernels", True) else "0",
             "AITER_TRITON_ONLY": "1" if aiter.get("triton_only", False) else "0",
             "MAX_JOBS": str(aiter.get("max_jobs", 0))}
@@ -306,33 +307,33 @@ def _tree_digest(folder: Path, skip: frozenset[str] = frozenset()) -> str:
 
 # ---- containers -----------------------------------------------------------------------------------------------
 
-def _validate(profile: Profile, options: Options) -> RunSpec:
+def _validate(profile: Profile, options: Build) -> RunSpec:
     conf = profile.section("validation")
-    device = options.validation_device or str(conf.get("device", "cuda"))
+    device = options.request.device or str(conf.get("device", "cuda"))
     env = {str(k): str(v) for k, v in table(conf.get("env", {})).items()}
     if device == "cpu":
         env.setdefault("TRITON_INTERPRET", "1")
     return validation_run(options, device, env)
 
 
-def validation_run(options: Options, device: str, env: dict[str, str], extra: tuple[str, ...] = ()) -> RunSpec:
+def validation_run(options: Build, device: str, env: dict[str, str], extra: tuple[str, ...] = ()) -> RunSpec:
     """validation/ mounted read-only, no network, the JSON report written to the run folder; the GPU unless CPU."""
     return RunSpec(
         step="validate", name=f"atom-validate-{options.run_id}",
         command=("python", "-m", "validation", "--arch", options.arch.value, "--device", device,
-                 "--ck-mode", options.ck_mode, "--json", "/out/validation.json", *extra),
+                 "--ck-mode", options.ck_mode, "--json-file", "/out/validation.json", *extra),
         mounts=((str(options.repo_root / "validation"), f"{IN_IMAGE}/validation", "ro"), (str(options.run_dir), "/out", "rw")),
         env=tuple(sorted({"PYTHONPATH": IN_IMAGE, **env}.items())), gpu=device != "cpu", run_id=options.run_id,
     )
 
 
-def _smoke(profile: Profile, options: Options) -> tuple[RunSpec | None, str | None]:
-    if options.model is None:
+def _smoke(profile: Profile, options: Build) -> tuple[RunSpec | None, str | None]:
+    if options.request.model is None:
         return None, "no --model given: nothing to generate tokens with"
     return smoke_run(profile, options), None
 
 
-def smoke_run(profile: Profile, options: Options) -> RunSpec:
+def smoke_run(profile: Profile, options: Build) -> RunSpec:
     """The profile's smoke: ATOM's own simple_inference counted by token ids (atom), or what a CPU proves (cpu)."""
     conf = profile.section("smoke")
     mode = str(conf.get("mode", "atom"))
@@ -345,7 +346,7 @@ def smoke_run(profile: Profile, options: Options) -> RunSpec:
         step="smoke", name=f"atom-smoke-{options.run_id}",
         command=("python", f"{IN_IMAGE}/smoke.py", mode, "--model", "/model",
                  "--min-tokens", str(conf.get("min_tokens", 10)), *(["--", *command] if command else [])),
-        mounts=((str(options.model), "/model", "ro"),), gpu=bool(conf.get("gpu", True)), run_id=options.run_id,
+        mounts=((str(options.request.model), "/model", "ro"),), gpu=bool(conf.get("gpu", True)), run_id=options.run_id,
     )
 
 
@@ -365,6 +366,6 @@ def commands(plan: Plan) -> list[list[str]]:
     out.append(plan.validate.argv(plan.patch.image, ("<GPU flags: /dev/kfd, chosen render nodes, their GIDs>",)))
     if plan.smoke:
         out.append(plan.smoke.argv(plan.patch.image, ("<GPU flags>",)))
-    tag = srcplan.dev_tag(o.user, o.src) if plan.dirty else "<tag from the image's versions>"
+    tag = srcplan.dev_tag(o.request.user, o.src) if plan.dirty else "<tag from the image's versions>"
     out.append(["docker", "tag", plan.patch.image, f"{plan.release_repo}:{tag}"])
     return out

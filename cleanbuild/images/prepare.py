@@ -43,12 +43,12 @@ def prepare(plan: Plan, image_exists: Callable[[str], bool]) -> dict[str, Any]:
     """Make the context (and the stand-in base); returns what was made or found, for the record and the report."""
     if plan.prepare.lock_problem:
         raise StepFailed(plan.prepare.lock_problem)
-    with _locked(plan.options.cache_dir):
+    with _locked(plan.options.request.cache_dir):
         made = {"context": str(plan.prepare.context), "context_reused": plan.prepare.context.is_dir()}
         if not made["context_reused"]:
             build_context(plan.prepare, python=plan.profile.python)
         if plan.prepare.standin:
-            made["standin"] = ensure_standin(plan.prepare, plan.options.cache_dir, image_exists)
+            made["standin"] = ensure_standin(plan.prepare, plan.options.request.cache_dir, image_exists)
         return made
 
 

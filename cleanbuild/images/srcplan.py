@@ -19,7 +19,8 @@ from typing import Any
 
 from .. import metadata
 from ..checkout import Checkout
-from ..spec import DOCKER_DIR, Options
+from ..request import Build
+from ..spec import DOCKER_DIR
 from .tag import safe_field
 
 DEV_DIR = DOCKER_DIR / "dev"
@@ -116,11 +117,11 @@ def relation_text(checkout: Checkout) -> str:
     return f"{words[checkout.relation]} {checkout.pin[:12]}"
 
 
-def rows(checkout: Checkout, options: Options, release_repo: str) -> dict[str, str]:
+def rows(checkout: Checkout, options: Build, release_repo: str) -> dict[str, str]:
     """`invoke plan`'s table for one checkout: HEAD and the pin, the route and why, the files, the image's tag."""
     changed = ", ".join(f"{c.status} {c.path}" for c in checkout.changes[:20])
     more = f" and {len(checkout.changes) - 20} more" if len(checkout.changes) > 20 else ""
-    image = (f"{release_repo}:{dev_tag(options.user, options.src)} (dev tag, labelled dirty)" if dirty(options.src)
+    image = (f"{release_repo}:{dev_tag(options.request.user, options.src)} (dev tag, labelled dirty)" if dirty(options.src)
              else "the pinned build")
     return {"head": f"{checkout.head} ({relation_text(checkout)})", "path": why(checkout),
             "changed": (changed + more) or "nothing", "image": image}

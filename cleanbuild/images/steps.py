@@ -59,7 +59,7 @@ class Ctx:
 
 def preflight(ctx: Ctx, rec: BuildRecord) -> Outcome:
     o = ctx.plan.options
-    facts = engine.preflight(ctx.cli, ctx.plan.profile.disk_gib if ctx.builds else 2.0, o.builder)
+    facts = engine.preflight(ctx.cli, ctx.plan.profile.disk_gib if ctx.builds else 2.0, o.request.builder)
     return replace(rec, engine=facts), StepStatus.PASSED, f"engine {facts.version}, {facts.free_gib} GiB free, {o.arch.value} {o.ck_mode}"
 
 
@@ -204,7 +204,7 @@ def _attestations(ctx: Ctx, rec: BuildRecord, base: str) -> buildx.Attestations 
 def _gpu_kwargs(ctx: Ctx, rec: BuildRecord, step: str, image_rocm: str | None) -> tuple[dict, tuple[dict, ...]]:
     """Device access by number for this step (chosen render nodes, their GIDs), checked before the container."""
     o = ctx.plan.options
-    access = gpu.device_access(o.gpus, user=o.container_user, arch=o.arch.value)
+    access = gpu.device_access(o.request.gpu, user=o.request.user_id, arch=o.arch.value)
     gpu.check_permissions(access)
     gpu.check_driver(gpu.driver_info(), image_rocm)
     return {**gpu.run_flags(access), **gpu.compute_options(step)}, tuple(gpu.describe(access))
@@ -242,7 +242,7 @@ def smoke(ctx: Ctx, rec: BuildRecord) -> Outcome:
     result = engine.run_container(ctx.cli, rec.candidate_id, plan.smoke, kwargs)
     parsed = smoke_result(result.logs)
     data = {"status": "passed" if result.exit_code == 0 and parsed else "failed", "exit_code": result.exit_code,
-            "command": list(plan.smoke.command), "model": str(plan.options.model), "result": parsed,
+            "command": list(plan.smoke.command), "model": str(plan.options.request.model), "result": parsed,
             "output": result.logs[-8000:]}
     rec = replace(rec, smoke=data, gpu=gpus or rec.gpu)
     if data["status"] != "passed" or parsed is None:
@@ -268,8 +268,8 @@ def release_tag(ctx: Ctx, rec: BuildRecord) -> tuple[BuildRecord, str]:
     if raw is None:
         raise UsageError(f"{where} has no {metadata.VERSIONS_PATH}. To fix, tag an image built by build-clean.")
     facts = metadata.read_versions(raw, where)
-    result = make_tag(TagParts(o.user, o.date, facts.rocm_release, facts.aiter, facts.atom))
-    return replace(rec, facts=facts, tag=result), metadata.release_repo(o.registry, facts.arch, facts.ck_mode)
+    result = make_tag(TagParts(o.request.user, o.date, facts.rocm_release, facts.aiter, facts.atom))
+    return replace(rec, facts=facts, tag=result), metadata.release_repo(o.request.registry, facts.arch, facts.ck_mode)
 
 
 def refuse_dirty(cli, image: str, where: str) -> None:
@@ -288,7 +288,7 @@ def tag(ctx: Ctx, rec: BuildRecord) -> Outcome:
     rec, repo = release_tag(ctx, rec)
     if ctx.plan.dirty:
         return dev_tag(ctx, rec, repo)
-    if (rec.smoke or {}).get("status") != "passed" and not ctx.plan.options.allow_no_smoke:
+    if (rec.smoke or {}).get("status") != "passed" and not ctx.plan.options.request.allow_no_smoke:
         return rec, StepStatus.SKIPPED, f"no smoke test passed, so no release tag (--allow-no-smoke tags anyway); candidate {rec.candidate_ref}"
     _, made = rec.tagged()
     ctx.journal.release = (repo, made.value)
@@ -299,7 +299,7 @@ def tag(ctx: Ctx, rec: BuildRecord) -> Outcome:
 def dev_tag(ctx: Ctx, rec: BuildRecord, repo: str) -> Outcome:
     """--src: `<repo>:dev-<user>-<diff hash>`, never the release tag (the image is labelled dirty)."""
     o = ctx.plan.options
-    value = srcplan.dev_tag(o.user, o.src)
+    value = srcplan.dev_tag(o.request.user, o.src)
     ctx.journal.release = (repo, value)
     ref = engine.tag(ctx.cli, rec.candidate(), repo, value)
     note = "dev tag: built from a local checkout (--src), labelled dirty, never a release tag"
@@ -312,7 +312,7 @@ def push(ctx: Ctx, rec: BuildRecord) -> Outcome:
     """promote's last act: the release tag and the report to the registry. By digest: the registry must store the
     very manifest that was pulled and validated, or the step fails (and cleanup removes the local release tag)."""
     if not ctx.plan.options.remote:
-        raise UsageError(f"registry {ctx.plan.options.registry!r} has no host to push to. To fix, pass --registry HOST[:PORT]/PREFIX.")
+        raise UsageError(f"registry {ctx.plan.options.request.registry!r} has no host to push to. To fix, pass --registry HOST[:PORT]/PREFIX.")
     if rec.release_ref is None:
         raise StepFailed("there is no release tag to push: the smoke test did not pass.")
     pushed = engine.push(ctx.cli, rec.release_ref)

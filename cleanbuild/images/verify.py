@@ -40,7 +40,7 @@ def label_request(labels: Mapping[str, str], given: Request, ref: str) -> tuple[
         raise UsageError(f"{ref} lacks the io.atom-build labels of a clean or candidate image (unit, profile, arch, "
                          "wheels-image). To fix, pass an image built by invoke build-clean.")
     built = given.profile if given.profile_from == "--profile" else profile(label, given.overrides)
-    request = replace(given, profile=built, archs=parse_arch(arch), ck_free=ck_mode == "ckfree")
+    request = replace(given, profile=built, arch=parse_arch(arch), ck_free=ck_mode == "ckfree")
     return request, unit, wheels.rsplit("/wheels:", 1)[0]
 
 
@@ -49,7 +49,7 @@ def rebuild_plan(cli: DockerClient, ref: str, given: Request) -> tuple[Plan, str
     info = engine.inspect(cli, ref)
     labels = info.get("Config", {}).get("Labels") or {}
     request, unit_name, registry = label_request(labels, given, ref)
-    plan = make_plan(request.profile, replace(request.options(request.archs[0]), registry=registry, cache="none"))
+    plan = make_plan(request.profile, replace(request, registry=registry, cache="none").build(request.arch[0]))
     unit = plan.unit(unit_name)
     if unit.key != labels.get(engine.KEY_LABEL):
         image_inputs = _json_object(labels.get(engine.INPUTS_LABEL))

@@ -26,8 +26,9 @@ from cleanbuild.errors import EnvironmentProblem
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.images import prepare
 from cleanbuild.images.plan import make_plan
-from cleanbuild.spec import Options, RunSpec
+from cleanbuild.spec import RunSpec
 from cleanbuild.upstream import profiles
+from tests.support.requests import build_of
 
 pytestmark = pytest.mark.docker
 
@@ -69,7 +70,7 @@ def build_context(folder, upstream):
 @pytest.fixture(scope="module")
 def audit_base(docker_engine) -> str:
     """The offline profile's stand-in base (Debian 12, python3, venv; ~30 s the first time, then cached)."""
-    plan = make_plan(profiles.load("offline"), Options(arch=Arch.GFX942))
+    plan = make_plan(profiles.load("offline"), build_of(Arch.GFX942))
     return prepare.ensure_standin(plan.prepare, plan.options.cache_dir,
                                   lambda ref: engine.image_id(docker_engine, ref) is not None)
 

@@ -72,7 +72,7 @@ def test_probe_spec_mounts_read_only_and_keeps_the_images_pythonpath(tmp_path):
     assert spec.mounts == ((str(REPO / "validation"), "/opt/atom-audit/validation", "ro"),
                            (str(REPO / "patches"), "/opt/atom-audit/patches", "ro"), (str(tmp_path), "/out", "rw"))
     assert dict(spec.env)["PYTHONPATH"] == "/opt/atom-audit:/app/aiter"
-    assert spec.command == ("python", "-m", "validation.audit", "--arch", "gfx942", "--json", "/out/audit.json",
+    assert spec.command == ("python", "-m", "validation.audit", "--arch", "gfx942", "--json-file", "/out/audit.json",
                             "--model", "llama3-8b", "--tp", "1", "8", "--untuned-csv", "/out/untuned-gemm.csv")
 
 
@@ -91,7 +91,7 @@ def test_device_spec_runs_validation_on_the_gpu(tmp_path):
     spec = audit.device_spec("gfx950", IMAGE_ATTRS, tmp_path, "RUN1", "python3")
     assert (spec.gpu, spec.network, spec.name) == (True, "none", "atom-audit-RUN1-device")
     assert spec.command == ("python3", "-m", "validation", "--arch", "gfx950", "--device", "cuda",
-                            "--json", "/out/validation.json")
+                            "--json-file", "/out/validation.json")
     assert spec.mounts[0] == (str(REPO / "validation"), "/opt/atom-audit/validation", "ro")
     assert dict(spec.env)["PYTHONPATH"] == "/opt/atom-audit:/app/aiter"
 

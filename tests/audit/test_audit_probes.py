@@ -310,7 +310,7 @@ def test_a_probe_that_breaks_is_unknown_and_the_rest_still_run(site, fake_root):
 @pytest.mark.parametrize(("argv", "message"), [
     (["--arch", "gfx90a"], "argument --arch: invalid choice: 'gfx90a'"),
     (["--arch", "gfx942", "--tp", "0"], "--tp must be >= 1, got [0]"),
-    (["--json", "x.json"], "the following arguments are required: --arch"),
+    (["--json-file", "x.json"], "the following arguments are required: --arch"),
 ])
 def test_cli_usage_errors_are_one_line_exit_2(capsys, argv, message):
     from validation.audit.cli import main

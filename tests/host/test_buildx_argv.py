@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from cleanbuild.images import buildx_argv
 from cleanbuild.images.plan import build_spec
 from tests.support.builds import VARIANTS, offline_plan
+from tests.support.requests import changed
 
 
 def spec_and_options(**options):
     plan = offline_plan(VARIANTS[0])
-    return build_spec(plan.unit("clean")), replace(plan.options, **options)
+    return build_spec(plan.unit("clean")), changed(plan.options, **options)
 
 
 def test_a_load_names_the_image_and_writes_its_id(tmp_path):

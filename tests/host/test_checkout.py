@@ -21,9 +21,9 @@ from cleanbuild.errors import UsageError
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.images import plan as P
 from cleanbuild.images import srcplan
-from cleanbuild.spec import Options
 from cleanbuild.upstream import profiles
 from tests.support.gitrepos import commit_all, git
+from tests.support.requests import build_of
 from tests.support.upstream import AITER_HEAD, AITER_PIN, upstream_dir
 
 
@@ -239,7 +239,7 @@ def test_real_aiter_pin_is_an_ancestor_of_main(aiter_clone):
 # ---- the plan -------------------------------------------------------------------------------------------------
 
 def plan_with(*src: C.Checkout) -> P.Plan:
-    return P.make_plan(profiles.load("offline"), Options(arch=Arch.GFX950, ck_free=True, src=src))
+    return P.make_plan(profiles.load("offline"), build_of(Arch.GFX950, ck_free=True, src=src))
 
 
 @pytest.fixture(scope="module")

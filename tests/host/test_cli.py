@@ -1,8 +1,8 @@
-"""The invoke tasks as a user runs them: one line on stderr and a fixed exit code for bad input.
+"""The tasks as a user runs them: one line on stderr and a fixed exit code for bad input.
 
-Usage errors run in-process through invoke's own Program and the real namespace. Two tests start a process, for what
-only a process shows: the exit code of `python -m invoke` itself, and invoke.yaml problems, which tasks.py checks
-when invoke imports it."""
+Usage errors run in-process through atom-build's Program (cleanbuild.program) and the real namespace. A few tests
+start a process, for what only a process shows: the exit code of `atom-build` and of `python -m invoke` in this
+checkout, and invoke.yaml problems, which both check before invoke reads the file."""
 
 from __future__ import annotations
 
@@ -14,9 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from invoke import Program
 
-import tasks
+from cleanbuild.program import AtomBuild
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,8 +25,8 @@ def no_site_config(monkeypatch):
     monkeypatch.delenv("INVOKE_RUNTIME_CONFIG", raising=False)
 
 
-def program() -> Program:
-    return Program(namespace=tasks.ns, version="test")
+def program() -> AtomBuild:
+    return AtomBuild()
 
 
 def fails(capsys, *argv) -> tuple[int, list[str]]:
@@ -52,8 +51,8 @@ def fails(capsys, *argv) -> tuple[int, list[str]]:
     (("plan", "--arch", "gfx942", "--ca-bundle", "/no/such.pem"), "error: --ca-bundle /no/such.pem is not a file"),
     (("plan", "--arch", "gfx942", "--model", "/no/such/model"), "error: --model /no/such/model is not a folder"),
     (("plan", "--arch", "gfx942,gfx1100"), "error: architecture 'gfx1100' is not supported"),
-    (("patch",), "error: give exactly one of --src DIR or --image TAG."),
-    (("patch", "--src", "a", "--image", "b"), "error: give exactly one of --src DIR or --image TAG."),
+    (("patch",), "error: give exactly one of --folder DIR or --image TAG."),
+    (("patch", "--folder", "a", "--image", "b"), "error: give exactly one of --folder DIR or --image TAG."),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, needle):
     code, lines = fails(capsys, *argv)
@@ -62,9 +61,9 @@ def test_bad_input_is_one_line_and_exit_2(capsys, argv, needle):
 
 
 def test_patch_of_a_folder_that_does_not_exist_is_bad_input(capsys, tmp_path):
-    code, lines = fails(capsys, "patch", "--src", str(tmp_path / "nowhere"))
+    code, lines = fails(capsys, "patch", "--folder", str(tmp_path / "nowhere"))
     assert (code, len(lines)) == (2, 1), lines
-    assert lines[0].startswith(f"error: --src {tmp_path / 'nowhere'} is not a folder")
+    assert lines[0].startswith(f"error: --folder {tmp_path / 'nowhere'} is not a folder")
 
 
 def test_debug_shows_the_traceback(capsys):
@@ -139,10 +138,10 @@ def test_bad_progress_flag_is_named_by_the_flag(capsys, tmp_path):
 
 def test_bad_site_config_value_is_refused_by_a_task_without_that_flag(capsys, tmp_path):
     conf = tmp_path / "site.yaml"
-    conf.write_text("cleanbuild:\n  gpus: first\n")
+    conf.write_text("cleanbuild:\n  gpu: first\n")
     code, lines = fails(capsys, "-f", str(conf), "plan", "--arch", "gfx942")
     assert (code, len(lines)) == (2, 1), lines
-    assert lines[0].startswith("error: invoke.yaml: cleanbuild.gpus 'first' is not a list of GPU indices. To fix")
+    assert lines[0].startswith("error: invoke.yaml: cleanbuild.gpu 'first' is not a list of GPU indices. To fix")
 
 
 def test_audit_parses_its_arch_through_the_request(capsys):
@@ -150,24 +149,27 @@ def test_audit_parses_its_arch_through_the_request(capsys):
     assert code == 2 and len(lines) == 1 and lines[0].startswith("error: ") and "gfx9000" in lines[0]
 
 
-def test_a_broken_file_given_with_f_is_refused_before_invoke_reads_it(capsys, tmp_path, monkeypatch):
+def test_a_broken_file_given_with_f_is_refused_before_invoke_reads_it(capsys, tmp_path):
     conf = tmp_path / "broken.yaml"
     conf.write_text("cleanbuild: [1, 2\n")
-    monkeypatch.setattr(sys, "argv", ["invoke", "-f", str(conf), "plan", "--arch", "gfx942"])
-    with pytest.raises(SystemExit) as info:
-        tasks._check_site_files()
-    assert info.value.code == 2
+    code, lines = fails(capsys, "-f", str(conf), "plan", "--arch", "gfx942")
+    assert (code, len(lines)) == (2, 1) and lines[0].startswith(f"error: {conf} is not a valid site config")
 
 
 # ---- what only a process shows --------------------------------------------------------------------------------
 
-def invoke(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=ROOT, capture_output=True, text=True,  # noqa: S603
-                          timeout=120, env={**os.environ, **(env or {})}, check=False)
+ATOM_BUILD = ("-c", "from cleanbuild.cli import main; main()")
 
 
-def test_the_real_entry_point_exits_2_without_a_traceback():
-    result = invoke("plan", "--arch", "gfx942", "--profile", "nope")
+def invoke(*args: str, env: dict | None = None, entry: tuple[str, ...] = ATOM_BUILD,
+           cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *entry, *args], cwd=cwd, capture_output=True, text=True,  # noqa: S603
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, check=False)
+
+
+@pytest.mark.parametrize("entry", [ATOM_BUILD, ("-m", "invoke")], ids=["atom-build", "invoke"])
+def test_the_real_entry_point_exits_2_without_a_traceback(entry):
+    result = invoke("plan", "--arch", "gfx942", "--profile", "nope", entry=entry)
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert (result.returncode, len(lines)) == (2, 1), result.stderr
     assert lines[0].startswith("error: profile 'nope' not found") and "Traceback" not in result.stderr + result.stdout
@@ -187,6 +189,16 @@ def test_a_broken_site_config_is_one_line_and_exit_2(tmp_path, content, needle):
     assert (result.returncode, len(lines)) == (2, 1), result.stderr
     assert lines[0].startswith(f"error: {conf} is not a valid site config (") and needle in lines[0]
     assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_plain_invoke_refuses_a_broken_invoke_yaml_beside_tasks_py(tmp_path):
+    """tasks.py checks its own invoke.yaml when invoke imports it: one line, exit 2, not invoke's YAML traceback."""
+    (tmp_path / "tasks.py").write_bytes((ROOT / "tasks.py").read_bytes())
+    (tmp_path / "invoke.yaml").write_text("cleanbuild:\n  gpus: '0'\n")
+    result = invoke("--list", entry=("-m", "invoke"), cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (2, f"error: {tmp_path / 'invoke.yaml'} is not a valid site config "
+                                                     "(cleanbuild.gpus is now cleanbuild.gpu (the same name as the "
+                                                     "flag)). To fix, rename the key to gpu.\n")
 
 
 # ---- the arch is parsed once, at the edge -------------------------------------------------------------------

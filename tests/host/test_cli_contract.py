@@ -1,8 +1,7 @@
 """The CLI contract (issue 21): for every task and flag README documents, the exit code and the one line.
 
-In-process through the real invoke Program (tasks.TaskProgram, the class the `invoke` command adopts) or the
-module's main; a subprocess only for what a process proves (the real `invoke` entry point, /dev/full as fd 1,
-SIGINT). Every bad-input case must be decided before the engine: the engine client is replaced by one that fails.
+In-process through atom-build's Program (cleanbuild.program.AtomBuild) or the module's main; a subprocess only
+for what a process proves (the console script's entry point, /dev/full as fd 1, SIGINT). Every bad-input case must be decided before the engine: the engine client is replaced by one that fails.
 Trees that must not change are hashed before and after. README's codes: 0 ok, 1 a result is wrong, 2 bad input,
 3 the host cannot, 130 interrupted.
 """
@@ -20,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
-import tasks
-from cleanbuild import engine
+from cleanbuild import commands, engine
 from cleanbuild import validate_cli as validate_cli
+from cleanbuild.program import AtomBuild
+from cleanbuild.tasks import ns
 from cleanbuild.upstream import lock, pins
 from patches import cli as patches_cli
 from tests.support.upstream import AITER_HEAD, AITER_PR_HEAD
@@ -43,9 +43,9 @@ def no_engine(monkeypatch):
 
 
 def outcome(capsys, *argv: str) -> tuple[int, list[str]]:
-    """(exit code, non-empty stderr lines) of `invoke ARGV` through the real Program."""
+    """(exit code, non-empty stderr lines) of `atom-build ARGV` through its Program."""
     with pytest.raises(SystemExit) as info:
-        tasks.TaskProgram(namespace=tasks.ns, version="test").run(["invoke", *argv])
+        AtomBuild().run(["atom-build", *argv])
     err = capsys.readouterr().err
     return info.value.code, [line for line in err.splitlines() if line.strip()]
 
@@ -78,8 +78,8 @@ BAD_INPUT = [
     (("smoke", "--image", "Bad Ref!", "--model", "/"), "error: --image 'Bad Ref!' is not an image reference."),
     (("tag", "--image", "-rf"), "error: --image '-rf' is not an image reference."),
     (("patch", "--image", "UPPER/case:x"), "error: --image 'UPPER/case:x' is not an image reference."),
-    (("patch", "--src", "/", "--only", "no-such-patch"),
-     "error: patch --src / --only no-such-patch refused because unknown patch no-such-patch"),
+    (("patch", "--folder", "/", "--only", "no-such-patch"),
+     "error: patch --folder / --only no-such-patch refused because unknown patch no-such-patch"),
     (("promote", "not a ref!"), "error: promote REF 'not a ref!' is not an image reference."),
     (("promote", "registry.example:5000/atom-build/candidate@sha256:abc"),
      "error: promote REF 'registry.example:5000/atom-build/candidate@sha256:abc' is not an image reference."),
@@ -108,7 +108,7 @@ BAD_INPUT = [
     (("plan", "--arch", "gfx942", "--ca-bundle", str(ROOT / "README.md")),
      f"error: --ca-bundle {ROOT / 'README.md'} holds no PEM certificate."),
     (("plan", "--arch", "gfx942", "--set", "python=3.x"), "error: python (profile "),
-    (("patch", "--src", "/"), "error: patch --src / --only - refused because --root / holds neither aiter/ nor atom/"),
+    (("patch", "--folder", "/"), "error: patch --folder / --only - refused because --root / holds neither aiter/ nor atom/"),
 ]
 
 
@@ -177,20 +177,32 @@ def test_an_invalid_version_in_set_is_one_line(capsys, profile_dir, upstream_set
                         "2.11.0+rocm7.2.")
 
 
+def validate(capsys, *argv: str) -> tuple[int, str]:
+    """`nox -s validate -- ARGV`: cleanbuild.validate_cli, the atom-build validate task."""
+    with pytest.raises(SystemExit) as info:
+        validate_cli.main(list(argv))
+    return info.value.code, capsys.readouterr().err
+
+
 def test_validate_cli_checks_the_image_before_the_engine(capsys):
-    assert validate_cli.main(["--image", "Bad Ref!"]) == 2
-    assert capsys.readouterr().err.startswith("error: --image 'Bad Ref!' is not an image reference.")
+    code, err = validate(capsys, "--image", "Bad Ref!")
+    assert code == 2 and err.startswith("error: --image 'Bad Ref!' is not an image reference.")
 
 
 def test_validate_cli_refuses_an_empty_gpu_list(capsys):
-    assert validate_cli.main(["--image", "atom-build/clean:x", "--gpu", ","]) == 2
-    assert capsys.readouterr().err.startswith("error: --gpu ',' names no GPU.")
+    code, err = validate(capsys, "--image", "atom-build/clean:x", "--gpu", ",")
+    assert code == 2 and err.startswith("error: --gpu ',' names no GPU.")
 
 
-@pytest.mark.parametrize("flag", ["--user-id", "--user"])
-def test_validate_cli_refuses_a_user_that_is_not_numeric(capsys, flag):
-    assert validate_cli.main(["--image", "atom-build/clean:x", flag, "1:2:3"]) == 2
-    assert capsys.readouterr().err.startswith("error: --user-id '1:2:3' is not UID or UID:GID.")
+def test_validate_cli_refuses_a_user_that_is_not_numeric(capsys):
+    code, err = validate(capsys, "--image", "atom-build/clean:x", "--user-id", "1:2:3")
+    assert code == 2 and err.startswith("error: --user-id '1:2:3' is not UID or UID:GID.")
+
+
+def test_validate_cli_has_no_user_alias_for_user_id(capsys):
+    """--user is the release tag's user in every task; in validate it is no flag at all."""
+    code, err = validate(capsys, "--image", "atom-build/clean:x", "--user", "1000")
+    assert code == 2 and err.startswith("error: the command line failed to parse because No idea what '--user' is!")
 
 
 def test_a_command_nobody_expected_to_fail_is_one_line_exit_3(capsys, monkeypatch):
@@ -199,7 +211,7 @@ def test_a_command_nobody_expected_to_fail_is_one_line_exit_3(capsys, monkeypatc
     def failing(*_args, **_kwargs):
         raise run.CommandFailed(run.Result(("git", "init"), 128, "", "fatal: cannot mkdir: Read-only file system"))
 
-    monkeypatch.setattr(tasks.commands, "arch_info", failing)
+    monkeypatch.setattr(commands, "arch_info", failing)
     code, lines = outcome(capsys, "arch", "--arch", "gfx942")
     assert (code, lines) == (3, ["error: running git init exited 128: fatal: cannot mkdir: Read-only file system "
                                  "failed. To fix, read the command's own message above (--debug shows where it was "
@@ -263,7 +275,7 @@ def test_a_corrupt_git_object_is_one_line_and_exit_3(capsys, monkeypatch, corrup
 def test_debug_shows_the_traceback_of_a_translated_error(capsys, profile_dir):
     (profile_dir / "offline.lock").write_bytes(b"\xff\xfe")
     with pytest.raises(SystemExit) as info:
-        tasks.TaskProgram(namespace=tasks.ns).run(["invoke", "lock", "--check", "--debug", "--profile",
+        AtomBuild().run(["atom-build", "lock", "--check", "--debug", "--profile",
                                                    str(profile_dir / "offline.toml")])
     assert info.value.code == 2 and "Traceback" in capsys.readouterr().err
 
@@ -344,7 +356,7 @@ def test_patches_apply_in_a_read_only_tree_is_exit_3_not_drift(capsys, tmp_path,
 def test_invoke_patch_tells_a_write_failure_from_drift(capsys, tmp_path, read_only):
     root = unpatched_site(tmp_path)
     read_only(root)
-    code, lines = outcome(capsys, "patch", "--src", str(root))
+    code, lines = outcome(capsys, "patch", "--folder", str(root))
     assert (code, lines[-1]) == (3, f"error: patches apply failed because it could not write under {root} (see "
                                     "above); nothing was changed. To fix, make the folder writable and give it disk "
                                     "space.")
@@ -353,12 +365,12 @@ def test_invoke_patch_tells_a_write_failure_from_drift(capsys, tmp_path, read_on
 # ---- what only a process shows: the real entry point, a full device, SIGINT ---------------------------------------
 
 def invoke(*args: str, env: dict | None = None, stdout=subprocess.PIPE) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=ROOT, stdout=stdout, stderr=subprocess.PIPE,  # noqa: S603
+    return subprocess.run([sys.executable, "-c", "from cleanbuild.cli import main; main()", *args], cwd=ROOT, stdout=stdout, stderr=subprocess.PIPE,  # noqa: S603
                           text=True, timeout=120, env={**os.environ, **(env or {})}, check=False)
 
 
 @pytest.mark.parametrize("argv", [("plan", "--nosuch"), ("plan", "--arch"), ("pins", "--bump")])
-def test_the_invoke_command_exits_2_on_its_own_parse_errors(argv):
+def test_the_console_script_exits_2_on_its_own_parse_errors(argv):
     result = invoke(*argv)
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert (result.returncode, len(lines)) == (2, 1), result.stderr
@@ -392,7 +404,7 @@ def test_patches_to_a_full_device_is_one_line_exit_3():
 SIGINT_CHILD = """
 import os, sys, time
 from pathlib import Path
-import tasks
+from cleanbuild.program import AtomBuild
 from cleanbuild.upstream import lock
 lock.compile_lock = lambda inp, **_: ("# new runtime lock\\n", "# new build lock\\n")
 marker, phase = Path(sys.argv[1]), sys.argv[2]
@@ -412,12 +424,12 @@ def pause(name):
         return result
     return call
 setattr(os, phase, pause(phase))
-tasks.TaskProgram(namespace=tasks.ns).run(["invoke", *sys.argv[3:]])
+AtomBuild().run(["atom-build", *sys.argv[3:]])
 """
 
 
 def interrupt(tmp_path, phase: str, task_argv: list[str]) -> tuple[int, str]:
-    """Run `invoke TASK_ARGV` in a child whose first os.<phase> call pauses; SIGINT it there."""
+    """Run `atom-build TASK_ARGV` in a child whose first os.<phase> call pauses; SIGINT it there."""
     marker = tmp_path / "ready"
     argv = [sys.executable, "-c", SIGINT_CHILD, str(marker), phase, *task_argv]
     with subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as child:  # noqa: S603
@@ -467,10 +479,10 @@ def test_ctrl_c_during_a_bump_leaves_profile_and_locks_old_or_all_new(tmp_path, 
 
 # ---- help text: one meaning per flag, no nameless flag ----------------------------------------------------------
 
-@pytest.mark.parametrize("name", sorted(tasks.ns.task_names))
+@pytest.mark.parametrize("name", sorted(ns.task_names))
 def test_help_lists_no_short_flag_and_no_nameless_flag(capsys, name):
     with pytest.raises(SystemExit):
-        tasks.TaskProgram(namespace=tasks.ns).run(["invoke", "--help", name])
+        AtomBuild().run(["atom-build", "--help", name])
     options = capsys.readouterr().out.split("Options:", 1)[-1]
     flags = [line.split()[0] for line in options.splitlines() if line.strip().startswith("-")]
     assert flags and all(flag.startswith("--") and flag[2:3].isalpha() for flag in flags), flags

@@ -12,8 +12,8 @@ import pytest
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.images import components, dockerfile
 from cleanbuild.images import plan as P
-from cleanbuild.spec import Options
 from cleanbuild.upstream import lockfile, profiles
+from tests.support.requests import build_of
 from tests.support.upstream import AITER_HEAD, ATOM_HEAD
 
 ALL = {"builder", "builder-git", "torch", "triton", "deps", "sdists", "atom", "aiter", "mori", "installer", "wheels", "venv", "atom-layer",
@@ -22,7 +22,7 @@ DOWNSTREAM_OF_AITER = {"aiter", "wheels", "clean", "candidate"}
 
 
 def keys(profile="offline", overrides=None, path=None, **kw) -> dict[str, str]:
-    opts = Options(arch=kw.pop("arch", Arch.GFX950), ck_free=kw.pop("ck_free", True), **kw)
+    opts = build_of(kw.pop("arch", Arch.GFX950), ck_free=kw.pop("ck_free", True), **kw)
     plan = P.make_plan(profiles.load(profile, overrides, path), opts)
     return {u.name: u.key for u in plan.units}
 

@@ -14,9 +14,9 @@ from cleanbuild.errors import StepFailed
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.images import devcontext
 from cleanbuild.images import plan as P
-from cleanbuild.spec import Options
 from cleanbuild.upstream import profiles
 from tests.support.gitrepos import commit_all, git
+from tests.support.requests import build_of
 
 
 @pytest.fixture
@@ -33,7 +33,7 @@ def checkout(tmp_path) -> tuple[Path, str]:
 
 
 def plan_for(tmp_path: Path, *src) -> P.Plan:
-    options = Options(arch=Arch.GFX950, ck_free=True, cache_dir=tmp_path / "cache", src=src)
+    options = build_of(Arch.GFX950, ck_free=True, cache_dir=tmp_path / "cache", src=src)
     return P.make_plan(profiles.load("offline"), options)
 
 

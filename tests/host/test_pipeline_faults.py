@@ -19,9 +19,9 @@ from cleanbuild.images import buildx, pipeline, report
 from cleanbuild.images.plan import make_plan
 from cleanbuild.images.record import StepFailedWith
 from cleanbuild.metadata import RUN_LABEL
-from cleanbuild.spec import Options
 from cleanbuild.upstream import profiles
 from tests.support.fake_engine import FakeEngine, ctrl_c
+from tests.support.requests import build_of
 
 VERSIONS = {"/opt/atom-build/versions.json": b'{"rocm": null}'}
 
@@ -78,7 +78,7 @@ def test_a_second_ctrl_c_during_cleanup_is_held_back():
 
 
 def test_ctrl_c_during_export_leaves_no_wheel_under_its_final_name(tmp_path, monkeypatch):
-    plan = make_plan(profiles.load("offline"), Options(arch=Arch.GFX942, cache_dir=tmp_path / "cache"))
+    plan = make_plan(profiles.load("offline"), build_of(Arch.GFX942, cache_dir=tmp_path / "cache"))
 
     def interrupted_build(argv, log, **kw):
         dest = Path(next(a for a in argv if a.startswith("type=local,dest=")).split("dest=", 1)[1])
@@ -104,7 +104,7 @@ def test_a_failed_step_hands_what_it_learned_to_the_failed_report(tmp_path, monk
         raise StepFailedWith("validation failed inside the image: gemm", replace(rec, validation=checks))
 
     monkeypatch.setitem(pipeline.STEPS, "validate", failing)
-    plan = make_plan(profiles.load("offline"), Options(arch=Arch.GFX942, run_id="r9", cache_dir=tmp_path / "cache"))
+    plan = make_plan(profiles.load("offline"), build_of(Arch.GFX942, run_id="r9", cache_dir=tmp_path / "cache"))
     with pytest.raises(StepFailed, match="validation failed inside the image"):
         pipeline.run(plan, FakeEngine(), ("validate",))
     data = json.loads((tmp_path / "reports" / "atom-gfx942" / "r9-failed" / "report.json").read_text())

@@ -15,15 +15,16 @@ from cleanbuild.images import buildx, dockerfile, steps
 from cleanbuild.images import plan as P
 from cleanbuild.images.buildx_argv import cache_flags
 from cleanbuild.images.record import BuildRecord
-from cleanbuild.spec import DOCKER_DIR, Options
+from cleanbuild.spec import DOCKER_DIR
 from cleanbuild.upstream import profiles
+from tests.support.requests import build_of
 from tests.support.upstream import AITER_HEAD
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def make(profile="default", overrides=None, path=None, **kw):
-    opts = Options(arch=kw.pop("arch", Arch.GFX942), **kw)
+    opts = build_of(kw.pop("arch", Arch.GFX942), **kw)
     return P.make_plan(profiles.load(profile, overrides, path), opts)
 
 
@@ -269,7 +270,7 @@ def test_default_validation_runs_on_the_gpu():
 
 
 def test_device_option_beats_the_profile():
-    spec = make(validation_device="cpu").validate
+    spec = make(device="cpu").validate
     assert (spec.gpu, dict(spec.env).get("TRITON_INTERPRET")) == (False, "1")
 
 
@@ -341,7 +342,7 @@ def test_commands_end_with_the_release_tag():
     ("ghcr.io/org/atom-build", True), ("registry:5000/x", True),
 ])
 def test_a_registry_is_remote_when_it_names_a_host(registry, remote):
-    assert Options(arch=Arch.GFX942, registry=registry).remote is remote
+    assert build_of(Arch.GFX942, registry=registry).remote is remote
 
 
 def test_no_cache_flags_for_a_local_registry():

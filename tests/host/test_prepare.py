@@ -15,8 +15,8 @@ from cleanbuild.errors import StepFailed
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.images import plan as P
 from cleanbuild.images import prepare
-from cleanbuild.spec import Options
 from cleanbuild.upstream import profiles
+from tests.support.requests import build_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,7 +31,7 @@ def leftovers(cache: Path) -> list[str]:
 
 
 def test_default_context_holds_the_scripts_and_the_profiles_locks(tmp_path):
-    plan = P.make_plan(profiles.load("default"), Options(arch=Arch.GFX942, cache_dir=tmp_path))
+    plan = P.make_plan(profiles.load("default"), build_of(Arch.GFX942, cache_dir=tmp_path))
     made = prepare.prepare(plan, image_exists=lambda ref: pytest.fail(f"no stand-in to look up, asked {ref}"))
     ctx = plan.prepare.context
     assert made == {"context": str(ctx), "context_reused": False}
@@ -45,7 +45,7 @@ def test_default_context_holds_the_scripts_and_the_profiles_locks(tmp_path):
 
 
 def test_an_existing_context_is_reused(tmp_path):
-    plan = P.make_plan(profiles.load("default"), Options(arch=Arch.GFX942, cache_dir=tmp_path))
+    plan = P.make_plan(profiles.load("default"), build_of(Arch.GFX942, cache_dir=tmp_path))
     prepare.prepare(plan, image_exists=lambda ref: True)
     assert prepare.prepare(plan, image_exists=lambda ref: True)["context_reused"] is True
 
@@ -53,7 +53,7 @@ def test_an_existing_context_is_reused(tmp_path):
 def test_a_missing_lock_fails_naming_it_and_leaves_no_context(tmp_path, profile_dir):
     (profile_dir / "default.build.lock").unlink()
     plan = P.make_plan(profiles.load("default", path=profile_dir / "default.toml"),
-                       Options(arch=Arch.GFX942, cache_dir=tmp_path / "cache"))
+                       build_of(Arch.GFX942, cache_dir=tmp_path / "cache"))
     with pytest.raises(StepFailed, match=f"{profile_dir / 'default.build.lock'} is missing. To fix, run `invoke lock --profile default`"):
         prepare.prepare(plan, image_exists=lambda ref: True)
     assert not plan.prepare.context.exists()
@@ -62,7 +62,7 @@ def test_a_missing_lock_fails_naming_it_and_leaves_no_context(tmp_path, profile_
 def test_a_lock_made_for_other_pins_is_refused_before_anything_is_made(tmp_path):
     """The stages never see the lock's header (it names both pins): the host checks it, in the prepare step."""
     plan = P.make_plan(profiles.load("offline", {"components.atom.ref": "ffdf3bb5ddf8a15a64d521a2eeb3bc7438f9ac21"}),
-                       Options(arch=Arch.GFX950, cache_dir=tmp_path))
+                       build_of(Arch.GFX950, cache_dir=tmp_path))
     with pytest.raises(StepFailed, match="the lock was made for atom 181b0f46dfd783bfc083f42d88b3de59f02171bf, the "
                                          "profile pins ffdf3bb5ddf8a15a64d521a2eeb3bc7438f9ac21. To fix, run `invoke lock"):
         prepare.prepare(plan, image_exists=lambda ref: True)
@@ -72,7 +72,7 @@ def test_a_lock_made_for_other_pins_is_refused_before_anything_is_made(tmp_path)
 def offline_plan(tmp_path, repos: dict[str, Path]) -> P.Plan:
     """The offline profile with tiny local repositories and no local wheel (pip download is not unit-tier work)."""
     sets = {"components.torch.source": "index", **{f"components.{n}.repo": str(p) for n, p in repos.items()}}
-    return P.make_plan(profiles.load("offline", sets), Options(arch=Arch.GFX942, cache_dir=tmp_path / "cache"))
+    return P.make_plan(profiles.load("offline", sets), build_of(Arch.GFX942, cache_dir=tmp_path / "cache"))
 
 
 def test_offline_context_holds_copies_of_the_local_repositories(tmp_path):

@@ -17,8 +17,8 @@ from cleanbuild.images.record import (
     Wheels,
     clean_labels,
 )
-from cleanbuild.spec import Options
 from cleanbuild.upstream import profiles
+from tests.support.requests import build_of
 from tests.support.upstream import AITER_PIN
 
 STEPS = (StepRecord("preflight", StepStatus.PASSED, 0.1, "engine 26.1"),
@@ -32,7 +32,7 @@ def reports(tmp_path, monkeypatch):
 
 
 def offline_plan(**kw) -> P.Plan:
-    return P.make_plan(profiles.load("offline"), Options(arch=Arch.GFX942, run_id="r1", **kw))
+    return P.make_plan(profiles.load("offline"), build_of(Arch.GFX942, run_id="r1", **kw))
 
 
 def test_a_failed_run_writes_its_report_under_the_run_id(reports):
@@ -66,7 +66,7 @@ def test_offline_report_lists_each_substitution_once():
 
 
 def test_default_report_lists_no_substitution():
-    plan = P.make_plan(profiles.load("default"), Options(arch=Arch.GFX942))
+    plan = P.make_plan(profiles.load("default"), build_of(Arch.GFX942))
     assert plan.profile.substitutes == ()
     assert profiles.load("offline", {"offline": False}).substitutes == ()  # listed, but not offline: none apply
 

@@ -4,7 +4,6 @@ the image below, pulled, built, and why), and `invoke plan`'s preview against wh
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 
 import pytest
 
@@ -15,6 +14,7 @@ from cleanbuild.images.record import BuildRecord
 from cleanbuild.images.reuse import NO_EARLIER_BUILD, Action, Below, decide
 from tests.support.builds import VARIANTS, offline_plan
 from tests.support.fake_engine import Builds, FakeEngine, keyed
+from tests.support.requests import changed
 
 VENV = ("base", "venv")
 
@@ -119,7 +119,7 @@ CHAIN = ("venv", "atom-layer", "clean", "candidate")
 def remote(plan):
     """A plan with a remote registry: the venv here, the ATOM layer only in the registry (on this venv), the
     clean image nowhere, the candidate here but on another clean image."""
-    plan = make_plan(plan.profile, replace(plan.options, registry="localhost:5000/ab"))
+    plan = make_plan(plan.profile, changed(plan.options, registry="localhost:5000/ab"))
     f = FakeEngine()
     f.add_image(VENV, keyed(plan.unit("venv")), plan.unit("venv").image)
     f.add_remote((*VENV, "atom"), keyed(plan.unit("atom-layer")), plan.unit("atom-layer").image)

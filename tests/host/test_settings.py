@@ -1,4 +1,5 @@
-"""cleanbuild.settings: the invoke.yaml `cleanbuild:` section, the precedence rule, and flags + config -> Request."""
+"""cleanbuild.settings with cleanbuild.options: the invoke.yaml `cleanbuild:` section, the precedence rule, and flags
++ config -> Request."""
 
 from __future__ import annotations
 
@@ -6,10 +7,11 @@ import re
 
 import pytest
 
-from cleanbuild import settings
+from cleanbuild import options, settings
 from cleanbuild.errors import UsageError
 from cleanbuild.gpuhost.arch import Arch
-from cleanbuild.settings import given, resolve, site_config
+from cleanbuild.options import BY_NAME, Given
+from cleanbuild.settings import resolve, site_config
 
 A40, B40, C40 = "a" * 40, "b" * 40, "c" * 40
 
@@ -27,7 +29,7 @@ def test_no_section_is_an_empty_config():
 
 
 def test_known_keys_pass_through():
-    raw = {"profile": "offline", "registry": "localhost:5000/atom", "gpus": 0, "cache": "inline", "overrides": {}}
+    raw = {"profile": "offline", "registry": "localhost:5000/atom", "gpu": 0, "cache": "inline", "overrides": {}}
     assert site_config(raw) == raw
 
 
@@ -45,7 +47,7 @@ def test_unknown_key_is_named():
 
 
 @pytest.mark.parametrize("key,value,types", [
-    ("cache", True, "str"), ("registry", 5, "str"), ("overrides", ["a"], "dict"), ("gpus", 1.5, "str or int"),
+    ("cache", True, "str"), ("registry", 5, "str"), ("overrides", ["a"], "dict"), ("gpu", 1.5, "str or int"),
 ])
 def test_wrong_type_is_named(key, value, types):
     with pytest.raises(UsageError) as info:
@@ -55,25 +57,33 @@ def test_wrong_type_is_named(key, value, types):
 
 # ---- precedence -----------------------------------------------------------------------------------------------
 
+def given(name: str, flags: dict, config: dict) -> Given:
+    return options.given(BY_NAME[name], flags, config, {})
+
+
 def test_flag_beats_config():
-    assert given({"builder": "flag"}, {"builder": "conf"}, "builder", "builder") == settings.Given("flag", "--builder")
+    assert given("builder", {"builder": "flag"}, {"builder": "conf"}) == Given("flag", "--builder")
 
 
 def test_config_beats_default():
-    assert given({}, {"progress": "plain"}, "progress", "progress") == settings.Given(
-        "plain", "invoke.yaml: cleanbuild.progress")
+    assert given("progress", {}, {"progress": "plain"}) == Given("plain", "invoke.yaml: cleanbuild.progress")
 
 
 def test_default_when_neither_is_given():
-    assert given({}, {}, "progress", "progress") == settings.Given("auto", "the default progress")
+    assert given("progress", {}, {}) == Given("auto", "the default progress")
 
 
 def test_empty_flag_and_empty_config_fall_through():
-    assert given({"progress": ""}, {"progress": ""}, "progress", "progress").value == "auto"
+    assert given("progress", {"progress": ""}, {"progress": ""}).value == "auto"
 
 
 def test_an_empty_gpu_flag_is_given_not_every_gpu():
-    assert given({"gpu": ""}, {"gpus": "0"}, "gpus", "gpu", empty_is_given=True) == settings.Given("", "--gpu")
+    assert given("gpu", {"gpu": ""}, {"gpu": "0"}) == Given("", "--gpu")
+
+
+def test_a_config_only_option_is_no_flag_and_a_flag_only_option_no_key():
+    assert given("cache", {"cache": "none"}, {"cache": "inline"}).where == "invoke.yaml: cleanbuild.cache"
+    assert given("arch", {}, {"arch": "gfx942"}) == Given(None, "the default arch")
 
 
 def test_set_beats_config_overrides_beat_the_file():
@@ -139,13 +149,13 @@ def test_registry_flag_beats_config():
 
 # ---- the request ------------------------------------------------------------------------------------------------
 
-def test_the_arch_and_ck_mode_given_reach_the_options():
-    opts = resolve({"arch": "gfx950", "ck_free": True}, {}).options(Arch.GFX950)
-    assert (opts.arch, opts.ck_mode) == (Arch.GFX950, "ckfree")
+def test_the_arch_and_ck_mode_given_reach_the_build():
+    build = resolve({"arch": "gfx950", "ck_free": True}, {}).build(Arch.GFX950)
+    assert (build.arch, build.ck_mode, build.request.ck_free) == (Arch.GFX950, "ckfree", True)
 
 
 def test_a_matrix_task_takes_several_archs():
-    assert resolve({"arch": "gfx942,gfx950"}, {}, matrix=True).archs == (Arch.GFX942, Arch.GFX950)
+    assert resolve({"arch": "gfx942,gfx950"}, {}, matrix=True).arch == (Arch.GFX942, Arch.GFX950)
 
 
 def test_a_single_arch_task_refuses_a_list():
@@ -154,12 +164,12 @@ def test_a_single_arch_task_refuses_a_list():
 
 
 def test_no_arch_is_left_to_the_host_or_the_image():
-    assert resolve({}, {}).archs == ()
+    assert resolve({}, {}).arch == ()
 
 
-def test_each_options_gets_its_own_run_id():
+def test_each_build_gets_its_own_run_id():
     request = resolve({}, {})
-    assert request.options(Arch.GFX942).run_id != request.options(Arch.GFX942).run_id
+    assert request.build(Arch.GFX942).run_id != request.build(Arch.GFX942).run_id
 
 
 def test_missing_ca_bundle_is_named(tmp_path):
@@ -193,8 +203,8 @@ def test_ca_bundle_auto_takes_what_this_host_trusts(tmp_path, monkeypatch):
 
 def test_ca_bundle_auto_without_any_bundle_is_none(monkeypatch, tmp_path):
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
-    monkeypatch.setattr(settings, "HOST_BUNDLES", (str(tmp_path / "absent.crt"),))
-    assert settings.ca_bundle("auto") is None
+    monkeypatch.setattr(options, "HOST_BUNDLES", (str(tmp_path / "absent.crt"),))
+    assert options.ca_bundle("auto") is None
 
 
 def test_unknown_cache_mode_is_refused_under_its_key():
@@ -237,11 +247,11 @@ def test_bad_device_is_refused():
 
 
 @pytest.mark.parametrize("flag,config,gpus", [
-    (None, {"gpus": "0,2"}, (0, 2)), (None, {"gpus": 1}, (1,)), ("3", {"gpus": "0,2"}, (3,)),
-    (None, {"gpus": "all"}, None), (None, {}, None),
+    (None, {"gpu": "0,2"}, (0, 2)), (None, {"gpu": 1}, (1,)), ("3", {"gpu": "0,2"}, (3,)),
+    (None, {"gpu": "all"}, None), (None, {}, None),
 ])
 def test_gpus_parse_with_precedence(flag, config, gpus):
-    assert resolve({"gpu": flag}, config).gpus == gpus
+    assert resolve({"gpu": flag}, config).gpu == gpus
 
 
 def test_bad_gpus_are_refused():
@@ -250,13 +260,13 @@ def test_bad_gpus_are_refused():
 
 
 def test_bad_gpus_in_invoke_yaml_are_named_by_the_key():
-    with pytest.raises(UsageError, match="^invoke.yaml: cleanbuild.gpus 'first' is not a list of GPU indices"):
-        resolve({}, {"gpus": "first"})
+    with pytest.raises(UsageError, match="^invoke.yaml: cleanbuild.gpu 'first' is not a list of GPU indices"):
+        resolve({}, {"gpu": "first"})
 
 
 @pytest.mark.parametrize("flags,config,where", [
     ({"user_id": "alice"}, {}, "--user-id 'alice'"),
-    ({}, {"container_user": "alice"}, "invoke.yaml: cleanbuild.container_user 'alice'"),
+    ({}, {"user_id": "alice"}, "invoke.yaml: cleanbuild.user_id 'alice'"),
 ])
 def test_a_user_id_that_is_not_numeric_is_named_where_it_came_from(flags, config, where):
     with pytest.raises(UsageError) as info:

@@ -19,7 +19,7 @@ LABELS = {  # what the clean step writes and the candidate inherits (record.clea
 
 def test_label_request_gives_profile_arch_ck_mode_unit_and_registry():
     request, unit, registry = verify.label_request(LABELS, resolve({}, {}), "x")
-    assert (request.profile.name, request.archs, request.ck_free, unit, registry) == (
+    assert (request.profile.name, request.arch, request.ck_free, unit, registry) == (
         "offline", (Arch.GFX950,), True, "candidate", "127.0.0.1:5000/team")
 
 

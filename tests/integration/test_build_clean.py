@@ -153,7 +153,7 @@ def test_single_step_tasks_on_a_clean_image(docker_engine, offline_builds, model
     assert "atom-build/atom-gfx950-ckfree:Dr.-Who_" in shown.stderr and "made tag-safe" in shown.stderr
     assert not tags(docker_engine, "atom-build/atom-gfx950-ckfree:Dr.-Who_")
     validated = subprocess.run([sys.executable, "-m", "cleanbuild.validate_cli", "--image", target, "--device", "cpu",
-                                "--json", str(model.parent / "v.json"), "--", "--only", "arch-consistency"],
+                                "--json-file", str(model.parent / "v.json"), "--", "--only", "arch-consistency"],
                                cwd=REPO, capture_output=True, text=True, timeout=600)
     assert validated.returncode == 0, validated.stderr[-2000:]
     assert [c["name"] for c in json.loads((model.parent / "v.json").read_text())["checks"]] == ["arch-consistency"]

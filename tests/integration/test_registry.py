@@ -29,6 +29,7 @@ from tests.support.builds import (
     offline_plan,
     only_in,
 )
+from tests.support.requests import changed
 from tests.support.tiny_model import make_tiny_model
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -146,7 +147,7 @@ def test_two_machines_build_once_and_promote_by_digest(docker_engine, offline_bu
     # registry lacked it.
     assert "found here by key, pushed (the registry lacked it)" in first.stderr and "built" not in _step_lines(first)
     plan = offline_plan(offline_builds["gfx950-ckfree"].variant)
-    plan = make_plan(plan.profile, replace(plan.options, registry=prefix))
+    plan = make_plan(plan.profile, changed(plan.options, registry=prefix))
     for image in (u.image for u in plan.units):
         repo, tag = image.removeprefix(registry + "/").rsplit(":", 1)
         assert tag in registry_tags(registry, repo), image
@@ -180,7 +181,7 @@ def test_a_bump_on_a_fresh_node_pulls_everything_but_what_moved(docker_engine, o
     ATOM: it pulls every image by key and builds only ATOM's wheel and what holds it."""
     built = offline_builds["gfx950-ckfree"]
     prefix = f"{registry}/itest-bump-{RUN}"
-    first = make_plan(built.plan.profile, replace(built.plan.options, registry=prefix, run_id=f"itest-bump1-{RUN}"))
+    first = make_plan(built.plan.profile, changed(built.plan.options, registry=prefix, run_id=f"itest-bump1-{RUN}"))
     pipeline.run(first, docker_engine, BUILD, failed_report=False)  # found here by key, pushed where missing
     profile = bumped_profile(REPO / ".cache" / "test-profiles", "atom", ATOM_BUMP)
     plan = make_plan(profile, replace(first.options, run_id=f"itest-bump2-{RUN}"))
@@ -199,7 +200,7 @@ def test_a_bump_on_a_fresh_node_pulls_everything_but_what_moved(docker_engine, o
 def test_promote_refuses_a_node_of_another_arch(docker_engine, offline_builds, registry, model):
     prefix = f"{registry}/itest-{RUN}"
     plan = make_plan(offline_plan(offline_builds["gfx950-ckfree"].variant).profile,
-                     replace(offline_plan(offline_builds["gfx950-ckfree"].variant).options, registry=prefix))
+                     changed(offline_plan(offline_builds["gfx950-ckfree"].variant).options, registry=prefix))
     result = invoke("promote", plan.patch.image, "--arch", "gfx942", "--profile", "offline", "--model", str(model),
                     "--registry", prefix)
     assert result.returncode == 2, result.stderr[-2000:]

@@ -15,9 +15,10 @@ from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.images import pipeline, prepare
 from cleanbuild.images.plan import Plan, make_plan
 from cleanbuild.images.record import BuildRecord
-from cleanbuild.settings import ca_bundle
-from cleanbuild.spec import Options
+from cleanbuild.options import ca_bundle
+from cleanbuild.request import Build, Request
 from cleanbuild.upstream import profiles
+from tests.support.requests import changed
 
 REPO = Path(__file__).resolve().parents[2]
 SESSION_RUN = "itest"
@@ -62,9 +63,9 @@ class Built:
 def offline_plan(variant: Variant, run_id: str = SESSION_RUN, *, model: Path | None = None, user: str = "user",
                  overrides: dict | None = None, cache_dir: Path | None = None) -> Plan:
     profile = profiles.load("offline", overrides)
-    options = Options(arch=Arch.parse(variant.arch), ck_free=variant.ck_free, run_id=f"{run_id}-{variant.name}",
-                      progress="plain", ca_bundle=ca_bundle("auto"), model=model, user=user,
-                      **({"cache_dir": cache_dir} if cache_dir else {}))
+    request = Request(profile=profile, ck_free=variant.ck_free, progress="plain", ca_bundle=ca_bundle("auto"),
+                      model=model, user=user, **({"cache_dir": cache_dir} if cache_dir else {}))
+    options = Build(request, Arch.parse(variant.arch), run_id=f"{run_id}-{variant.name}")
     return make_plan(profile, options)
 
 
@@ -96,10 +97,10 @@ def only_in(plan: Plan, *others: Plan) -> list:
 
 
 def with_options(plan: Plan, **changes) -> Plan:
-    return replace(plan, options=replace(plan.options, **changes))
+    return replace(plan, options=changed(plan.options, **changes))
 
 
-def build_with(spec, options: Options, **args: str) -> str:
+def build_with(spec, options: Build, **args: str) -> str:
     """One build of a plan's spec with some build arguments changed (a failure raises cleanbuild's BuildFailed)."""
     from cleanbuild.images import buildx
 

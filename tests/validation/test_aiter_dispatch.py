@@ -56,7 +56,7 @@ def fixture_tree(tmp_path: Path, name: str) -> Path:
 
 def hipblaslt_json(tmp_path: Path, capsys, pkg: Path, arch: str = "gfx942") -> tuple[int, dict]:
     out = tmp_path / "report.json"
-    code = cli.main(["--arch", arch, "--device", "cpu", "--aiter-src", str(pkg), "--json", str(out),
+    code = cli.main(["--arch", arch, "--device", "cpu", "--aiter-src", str(pkg), "--json-file", str(out),
                      "--only", "gemm-hipblaslt"])
     capsys.readouterr()
     return code, json.loads(out.read_text())["checks"][0]

@@ -224,7 +224,7 @@ def test_asm_on_gfx942_without_gpu_is_skipped_not_passed(aiter_pkg, cpu_ctx):
 def test_cli_checks_on_the_real_tree(request, tmp_path, capsys, tree, arch, hipblaslt, asm, code):
     pkg = request.getfixturevalue(tree)
     out = tmp_path / "report.json"
-    got = cli.main(["--arch", arch, "--device", "cpu", "--aiter-src", str(pkg), "--json", str(out),
+    got = cli.main(["--arch", arch, "--device", "cpu", "--aiter-src", str(pkg), "--json-file", str(out),
                     "--only", "gemm-hipblaslt", "gemm-asm"])
     capsys.readouterr()
     status = {c["name"]: c["status"] for c in json.loads(out.read_text())["checks"]}

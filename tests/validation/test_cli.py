@@ -40,7 +40,7 @@ def _check_schema(data):
 
 def test_full_cpu_run_of_the_entry_point_exits_0_and_writes_the_schema(tmp_path, run_cli):
     out = tmp_path / "r.json"
-    proc = run_cli(*CPU, "--json", str(out))
+    proc = run_cli(*CPU, "--json-file", str(out))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     data = json.loads(out.read_text())
     _check_schema(data)
@@ -52,7 +52,7 @@ def test_entry_point_runs_aiters_kernels_from_a_checkout(tmp_path, run_cli, aite
     # In a fresh process: the interpreter must be set before any Triton module loads, aiter's included.
     out = tmp_path / "r.json"
     proc = run_cli("--arch", "gfx950", "--device", "cpu", "--aiter-src", str(aiter_checkout), "--only",
-                   "gemm-triton", "moe-triton", "--json", str(out))
+                   "gemm-triton", "moe-triton", "--json-file", str(out))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     cases = [c for chk in json.loads(out.read_text())["checks"] for c in chk["cases"]]
     assert sum(c["backend"].startswith("aiter-triton (adapter") and c["status"] == "passed" for c in cases) >= 9
@@ -60,7 +60,7 @@ def test_entry_point_runs_aiters_kernels_from_a_checkout(tmp_path, run_cli, aite
 
 def _json(tmp_path, *args) -> tuple[int, dict]:
     out = tmp_path / "r.json"
-    code = main([*args, "--json", str(out)])
+    code = main([*args, "--json-file", str(out)])
     return code, json.loads(out.read_text())
 
 
@@ -136,8 +136,8 @@ USAGE = {
     "min-coverage negative": lambda t: [*CPU, "--min-coverage", "-0.1"],
     "no arch": lambda t: ["--device", "cpu"],
     "bad ck mode": lambda t: [*CPU, "--ck-mode", "full"],
-    "json under a file": lambda t: [*CPU, "--json", _file_as_parent(t)],
-    "json is a folder": lambda t: [*CPU, "--json", str(t)],
+    "json under a file": lambda t: [*CPU, "--json-file", _file_as_parent(t)],
+    "json is a folder": lambda t: [*CPU, "--json-file", str(t)],
     "aiter-src without aiter": lambda t: [*CPU, "--aiter-src", str(t)],
 }
 
@@ -157,13 +157,13 @@ def test_a_json_array_config_is_named_as_such(tmp_path, capsys):
 
 
 def test_an_unwritable_json_path_is_named(tmp_path, capsys):
-    main([*CPU, "--json", _file_as_parent(tmp_path)])
+    main([*CPU, "--json-file", _file_as_parent(tmp_path)])
     assert "cannot write there" in capsys.readouterr().err
 
 
 def test_the_writability_probe_leaves_no_file(tmp_path):
     out = tmp_path / "new" / "r.json"
-    main([*CPU, "--json", str(out), "--tp", "0"])  # a usage error after the probe: nothing is written
+    main([*CPU, "--json-file", str(out), "--tp", "0"])  # a usage error after the probe: nothing is written
     assert not out.exists()
 
 
@@ -220,13 +220,13 @@ def test_check_names_are_the_checks_in_run_order():
                          ids=["cu-num -1", "tp 0", "missing aiter-src"])
 def test_a_usage_error_creates_no_json_folder(tmp_path, bad):
     out = tmp_path / "new" / "deeper" / "r.json"
-    assert main([*CPU, "--json", str(out), *bad]) == 2
+    assert main([*CPU, "--json-file", str(out), *bad]) == 2
     assert not (tmp_path / "new").exists()
 
 
 def test_the_json_folder_is_made_when_the_report_is_written(tmp_path, capsys):
     out = tmp_path / "new" / "deeper" / "r.json"
-    assert main([*CPU, "--json", str(out), "--only", "gemm-ck"]) == 0
+    assert main([*CPU, "--json-file", str(out), "--only", "gemm-ck"]) == 0
     capsys.readouterr()
     assert json.loads(out.read_text())["checks"][0]["name"] == "gemm-ck"
 

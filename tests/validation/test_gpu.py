@@ -11,7 +11,7 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU: t
 def test_compiled_kernels_and_estimator(tmp_path, run_cli):
     out = tmp_path / "r.json"
     proc = run_cli("--arch", "gfx950", "--device", "cuda", "--only", "gemm-triton", "moe-triton", "lds-budget",
-                   "--json", str(out), env={"TRITON_INTERPRET": "0"})
+                   "--json-file", str(out), env={"TRITON_INTERPRET": "0"})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     checks = {c["name"]: c for c in json.loads(out.read_text())["checks"]}
     own = [c for c in checks["gemm-triton"]["cases"] if c["backend"].startswith("triton")]
@@ -24,7 +24,7 @@ def test_compiled_kernels_and_estimator(tmp_path, run_cli):
 def test_aiter_kernels_through_the_adapter_compile_and_pass(tmp_path, run_cli, aiter_checkout):
     out = tmp_path / "r.json"
     proc = run_cli("--arch", "gfx950", "--device", "cuda", "--aiter-src", str(aiter_checkout), "--only",
-                   "gemm-triton", "moe-triton", "--json", str(out), env={"TRITON_INTERPRET": "0"})
+                   "gemm-triton", "moe-triton", "--json-file", str(out), env={"TRITON_INTERPRET": "0"})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     launches = [r for c in json.loads(out.read_text())["checks"] for r in c["metrics"]["aiter_launches"]]
     assert launches and all(r["compile_shared"] for r in launches)

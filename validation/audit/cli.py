@@ -1,4 +1,4 @@
-"""python -m validation.audit --arch X|auto --json OUT [--model DIR|PRESET --tp N ...] [--untuned-csv PATH]
+"""python -m validation.audit --arch X|auto --json-file OUT [--model DIR|PRESET --tp N ...] [--untuned-csv PATH]
 
 Exit codes: 0 nothing PRESENT, 1 a pitfall is PRESENT, 2 bad input. The JSON report is the host's input.
 """
@@ -25,7 +25,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m validation.audit", description="Audit this image for known ATOM/aiter pitfalls.")
     p.add_argument("--arch", required=True, choices=["gfx942", "gfx950", "auto"], help="the arch the image must serve")
-    p.add_argument("--json", type=Path, metavar="OUT", help="write the report here (default: stdout)")
+    p.add_argument("--json-file", type=Path, metavar="OUT", help="write the report here (default: stdout)")
     p.add_argument("--model", help="config.json folder or preset, for the tuned-CSV coverage")
     p.add_argument("--tp", type=int, nargs="+", default=[1], metavar="N", help="tensor-parallel sizes")
     p.add_argument("--untuned-csv", type=Path, metavar="PATH", help="write the model's untuned shapes here")
@@ -44,10 +44,10 @@ def main(argv: list[str] | None = None) -> int:
         return USAGE_ERROR
     report = audit(image_context(args.arch, args.model, tuple(args.tp), args.untuned_csv))
     text = json.dumps(report, indent=1, default=str) + "\n"
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(text)
-        args.json.chmod(0o644)  # the host user reads it, whoever the container ran as
+    if args.json_file:
+        args.json_file.parent.mkdir(parents=True, exist_ok=True)
+        args.json_file.write_text(text)
+        args.json_file.chmod(0o644)  # the host user reads it, whoever the container ran as
     else:
         sys.stdout.write(text)
     for f in report["findings"]:

@@ -1,0 +1,27 @@
+"""`atom-build`: the console script ([project.scripts] in pyproject.toml), the front door to every task.
+
+Ctrl-C is handled first, before the heavy imports (invoke, the tasks, the docker SDK): wherever SIGINT lands, the
+process ends with one line and exit 130 (README's "interrupted"), never invoke's exit 1 ("a wrong result"). Only
+the standard library is imported at the top of this module for that reason.
+"""
+
+from __future__ import annotations
+
+import sys
+
+INTERRUPTED = "error: interrupted (Ctrl-C). To fix, run the command again; temporary containers were removed."
+
+
+def main(argv: list[str] | None = None) -> None:
+    """atom-build [--core-opts] TASK [--task-opts] ... [-- VALIDATION ARGS]"""
+    try:  # the heavy imports happen inside, after the interrupt handling is in place
+        from .program import AtomBuild
+
+        AtomBuild().run(argv)
+    except KeyboardInterrupt:
+        sys.stderr.write(INTERRUPTED + "\n")
+        sys.exit(130)
+
+
+if __name__ == "__main__":  # pragma: no cover - `python -m cleanbuild.cli` runs the console script
+    main()

@@ -1,0 +1,148 @@
+"""The tasks: one per build step, plus build-clean for the whole pipeline, validate, pins, lock and audit.
+
+Run as `atom-build TASK` (cleanbuild.cli) or `invoke TASK` (the repository's tasks.py imports `ns` from here).
+Tasks stay thin: they take the resolved request (cleanbuild.clitask), call cleanbuild.commands and print. Their
+common flags are the options table's (cleanbuild.options); site defaults live in invoke.yaml under `cleanbuild:`.
+"""
+
+from __future__ import annotations
+
+import json as jsonlib
+from dataclasses import replace
+from pathlib import Path
+
+from invoke import Collection
+
+from . import commands, refs
+from .clitask import cli_task
+from .settings import Request
+
+BUILD = ("arch", "ck_free", "profile", "set", "builder", "ca_bundle", "progress", "registry", "src")
+GPU = ("gpu", "user_id")
+
+
+@cli_task(common=("arch",))
+def arch(c, request: Request, json=False):
+    """Detect (or check) the GPU architecture and print its facts."""
+    info = commands.arch_info(next(iter(request.arch), None))
+    if json:
+        print(jsonlib.dumps(info, indent=2))
+    else:
+        commands.print_rows("architecture", info)
+
+
+@cli_task(common=(*BUILD[:6], "model", "src"), matrix=True)
+def plan(c, request: Request, json=False):
+    """Print the resolved build plan and the exact commands build-clean would run; touches nothing."""
+    commands.show_plan(request, as_json=json)
+
+
+@cli_task(common=BUILD, matrix=True, export="write the wheels and manifest.json to this new folder",
+          rebuild="build even when an image with the same content key exists")
+def wheels(c, request: Request, export=None, rebuild=False, dry_run=False):
+    """Build (or reuse, here or from the registry) the wheels image: every dependency built once, with a manifest."""
+    commands.wheels(request, export=Path(export) if export else None, rebuild=rebuild, dry_run=dry_run)
+
+
+@cli_task(common=BUILD, matrix=True)
+def clean(c, request: Request, dry_run=False):
+    """Build the clean runtime image from the (reused or built) wheels image: zero compilation."""
+    commands.clean(request, dry_run=dry_run)
+
+
+@cli_task(common=("arch",), iterable=("only",), folder="patch this source checkout or site-packages folder in place",
+          image="patch this image as its own layer (tags IMAGE-patched)", only="apply only this patch (repeatable)",
+          check="change nothing; exit 1 when something would change")
+def patch(c, request: Request, folder=None, image=None, only=None, check=False, dry_run=False):
+    """Apply the source patches (aiter tuned_gemm and jit/core, ATOM CK-free) to a folder or an image."""
+    commands.patch(folder=folder, image=image, only=tuple(only or ()), check=check, dry_run=dry_run, request=request)
+
+
+@cli_task(common=("profile", "set", *GPU, "arch", "model"), positional=("model",), image="image to run the smoke test in",
+          model="model folder (mounted read-only)", arch="arch (default: the image's label)")
+def smoke(c, request: Request, image):
+    """Generate 10 tokens with a model inside an image and count them."""
+    commands.smoke(image, request)
+
+
+@cli_task(common=("user",), image="the image to tag (name or ID)", dry_run="show the tag and why, tag nothing")
+def tag(c, request: Request, image, dry_run=False):
+    """Tag an image per convention: user_date_rocmX_aiterY_atomZ, versions read from the image."""
+    commands.tag(image, request, dry_run=dry_run)
+
+
+@cli_task(common=(*BUILD[:7], "model", "allow_no_smoke", "user", *GPU, "registry", "src"), matrix=True)
+def build_clean(c, request: Request, dry_run=False):
+    """The whole pipeline: preflight, prepare, wheels, clean, patch, validate, smoke, tag, report."""
+    commands.build_clean(request, dry_run=dry_run)
+
+
+@cli_task(common=("arch", "profile", "set", "model", "allow_no_smoke", "user", *GPU, "registry"),
+          ref="the pushed candidate: REGISTRY/candidate:TAG or REPO@sha256:DIGEST",
+          arch="this node's arch (default: detected); the image must be built for it",
+          allow_no_smoke="promote even without a smoke test")
+def promote(c, request: Request, ref):
+    """On a GPU node: pull by digest, validate and smoke-test here, then push the release tag and the report."""
+    commands.promote(ref, request)
+
+
+@cli_task(common=("arch", "device", *GPU, "profile", "set"), image="image to validate (tag or ID)",
+          arch="gfx942|gfx950 (default: the image's io.atom-build.arch label)",
+          device="cuda (a ROCm host, the default) or cpu",
+          json_file="where to copy the report (default: reports/validate-<run>.json)")
+def validate(c, request: Request, image, json_file=None):
+    """Run the validation kernels inside an image (build-clean's validate step); `-- ARGS` go to the kernels."""
+    rest = tuple(c.config.get("validation_args") or ())
+    return commands.validate(image, replace(request, device=request.device or "cuda"), rest=rest,
+                             dest=Path(json_file) if json_file else None)
+
+
+@cli_task(tag="release tag or image reference")
+def report(c, tag):
+    """Print a build's report again, from reports/<repository>/<tag>/."""
+    commands.print_report(tag)
+
+
+@cli_task(common=("profile", "set"), bump="move this git pin (aiter, atom, ...) when no patch drifts on the candidate",
+          to="the commit to bump to (default: the branch head)", dry_run="with --bump: show the profile diff, write nothing")
+def pins(c, request: Request, json=False, bump=None, to=None, dry_run=False):
+    """Check every pin against its repository or index (exit 1 wrong, 3 unreachable); --bump moves one."""
+    return commands.pins(request, as_json=json, bump=bump, to=to, dry_run=dry_run)
+
+
+@cli_task(common=("profile", "set"), iterable=("upgrade_package",),
+          check="exit 1 when the lock no longer matches the pins; write nothing",
+          upgrade_package="let this package move to its newest allowed version (repeatable)")
+def lock(c, request: Request, upgrade_package=None, check=False):
+    """(Re)make the profile's locked closure (uv pip compile --generate-hashes) from the pinned sources."""
+    return commands.lock(request, upgrade=tuple(upgrade_package or ()), check=check)
+
+
+@cli_task(common=("arch",), iterable=("tp",), image="image to audit (name or ID); must be in the local engine, never pulled",
+          arch="gfx942 or gfx950: the arch the image must serve (default: what the image says)",
+          model="model folder (its config.json, mounted read-only) or preset (llama3-8b, qwen3-30b-a3b, deepseek-v3)",
+          tp="tensor-parallel size for --model (repeatable, default 1)",
+          report="write report.json and report.md (and untuned-gemm.csv with --model) to this folder",
+          run_kernels="also run the validation kernels on the GPU (ROCm host only)")
+def audit(c, request: Request, image, model=None, tp=None, json=False, report=None, run_kernels=False):
+    """Check an existing image for every known pitfall, without rebuilding it (exit 1 when one is PRESENT)."""
+    from . import audit as auditing
+
+    refs.image_ref(image, "audit IMAGE")  # before any engine call
+    result = auditing.audit(image, arch=next(iter(request.arch), None), model=model, tp=tuple(tp or (1,)),
+                            report_dir=Path(report) if report else None, device=run_kernels)
+    auditing.render(result, as_json=json)
+    return result.exit_code
+
+
+@cli_task(common=("profile", "set", "ca_bundle", "progress"),
+          ref="the image: NAME:TAG, ID, or REPO@sha256:DIGEST (here, on this engine)",
+          profile="the profile to rebuild with (default: the image's own label)")
+def verify(c, request: Request, ref, json=False):
+    """Rebuild an image from its own labels here and compare digests (exit 1: the first differing layer and file)."""
+    commands.verify(ref, request, as_json=json)
+
+
+ns = Collection(arch, plan, wheels, clean, patch, smoke, tag, build_clean, promote, validate, report, pins, lock, audit)
+ns.add_task(verify)
+ns.configure({"cleanbuild": {}})
