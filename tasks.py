@@ -96,6 +96,9 @@ COMMON_HELP = {
                 "(default: invoke.yaml cleanbuild.registry, atom-build)",
     "src": "build from a local checkout as it is on disk, COMPONENT=PATH (aiter or atom; repeatable): Python/CSV/JSON "
            "edits of the package become a layer over the clean image, anything else rebuilds that wheel; dev tag only",
+    "mirror": "folder of local copies of the git repos (aiter.git, atom.git) to read instead of GitHub; the "
+              "reports, labels, keys and lock still name the public URLs (default: $ATOM_BUILD_MIRROR, invoke.yaml "
+              "cleanbuild.mirror)",
     "dry_run": "print what would run, run nothing",
     "debug": "show the traceback on failure",
 }
@@ -147,7 +150,7 @@ def arch(c, arch=None, json_=False, debug=False):
 
 @cli_task(iterable=("set", "src"), model="model folder for the smoke test", json="print the plan as JSON")
 def plan(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca_bundle=None, model=None,  # noqa: A002
-         src=None, json_=False, debug=False):
+         src=None, mirror=None, json_=False, debug=False):
     """Print the resolved build plan and the exact commands build-clean would run; touches nothing."""
     commands.show_plan(_request(c, locals(), matrix=True), as_json=json_)
 
@@ -155,7 +158,8 @@ def plan(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca_b
 @cli_task(iterable=("set", "src"), export="write the wheels and manifest.json to this new folder",
           rebuild="build even when an image with the same content key exists")
 def wheels(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca_bundle=None,  # noqa: A002
-           progress=None, registry=None, export=None, rebuild=False, src=None, dry_run=False, debug=False):
+           progress=None, registry=None, export=None, rebuild=False, src=None, mirror=None, dry_run=False,
+           debug=False):
     """Build (or reuse, here or from the registry) the wheels image: every dependency built once, with a manifest."""
     commands.wheels(_request(c, locals(), matrix=True), export=Path(export) if export else None,
                     rebuild=rebuild, dry_run=dry_run)
@@ -163,7 +167,7 @@ def wheels(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca
 
 @cli_task(iterable=("set", "src"))
 def clean(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca_bundle=None,  # noqa: A002
-          progress=None, registry=None, src=None, dry_run=False, debug=False):
+          progress=None, registry=None, src=None, mirror=None, dry_run=False, debug=False):
     """Build the clean runtime image from the (reused or built) wheels image: zero compilation."""
     commands.clean(_request(c, locals(), matrix=True), dry_run=dry_run)
 
@@ -195,7 +199,7 @@ def tag(c, image, user=None, dry_run=False, debug=False):
           allow_no_smoke="tag the release even without a smoke test", user="user part of the tag (default: login name)")
 def build_clean(c, arch=None, ck_free=False, profile=None, set=None, builder=None, ca_bundle=None,  # noqa: A002
                 progress=None, model=None, allow_no_smoke=False, user=None, gpu=None, user_id=None, registry=None,
-                src=None, dry_run=False, debug=False):
+                src=None, mirror=None, dry_run=False, debug=False):
     """The whole pipeline: preflight, prepare, wheels, clean, patch, validate, smoke, tag, report."""
     commands.build_clean(_request(c, locals(), matrix=True), dry_run=dry_run)
 
@@ -220,14 +224,15 @@ def report(c, tag, debug=False):
           bump="move this git pin (aiter, atom, ...) when no patch drifts on the candidate",
           to="the commit to bump to (default: the branch head)",
           dry_run="with --bump: show the profile diff, write nothing")
-def pins(c, profile=None, set=None, json_=False, bump=None, to=None, dry_run=False, debug=False):  # noqa: A002
+def pins(c, profile=None, set=None, mirror=None, json_=False, bump=None, to=None, dry_run=False,  # noqa: A002
+         debug=False):
     """Check every pin against its repository or index (exit 1 wrong, 3 unreachable); --bump moves one."""
     return commands.pins(_request(c, locals()), as_json=json_, bump=bump, to=to, dry_run=dry_run)
 
 
 @cli_task(iterable=("set", "upgrade_package"), check="exit 1 when the lock no longer matches the pins; write nothing",
           upgrade_package="let this package move to its newest allowed version (repeatable)")
-def lock(c, profile=None, set=None, upgrade_package=None, check=False, debug=False):  # noqa: A002
+def lock(c, profile=None, set=None, mirror=None, upgrade_package=None, check=False, debug=False):  # noqa: A002
     """(Re)make the profile's locked closure (uv pip compile --generate-hashes) from the pinned sources."""
     return commands.lock(_request(c, locals()), upgrade=tuple(upgrade_package or ()), check=check)
 
@@ -252,7 +257,8 @@ def audit(c, image, arch=None, model=None, tp=None, json_=False, report=None, de
 
 @cli_task(iterable=("set",), ref="the image: NAME:TAG, ID, or REPO@sha256:DIGEST (here, on this engine)",
           profile="the profile to rebuild with (default: the image's own label)", json="print the comparison as JSON")
-def verify(c, ref, profile=None, set=None, ca_bundle=None, progress=None, json_=False, debug=False):  # noqa: A002
+def verify(c, ref, profile=None, set=None, ca_bundle=None, progress=None, mirror=None, json_=False,  # noqa: A002
+           debug=False):
     """Rebuild an image from its own labels here and compare digests (exit 1: the first differing layer and file)."""
     commands.verify(ref, _request(c, locals()), as_json=json_)
 

@@ -25,17 +25,18 @@ from .gpuhost.gpu import parse_gpus
 from .images.tag import today
 from .refs import git_ref, git_remote, image_ref
 from .spec import REPO_ROOT, Options
+from .upstream import mirror as mirrors
 from .upstream.profiles import Profile, load, parse_sets, table
 
 DEFAULTS: dict[str, object] = {
     "profile": "default", "registry": "atom-build", "builder": None, "ca_bundle": "auto", "progress": "auto",
     "user": None, "overrides": {}, "cache_dir": None, "gpus": None, "container_user": None,
-    "cache": "auto",
+    "cache": "auto", "mirror": None,
 }
 TYPES: dict[str, tuple[type, ...]] = {
     "profile": (str,), "registry": (str,), "builder": (str,), "ca_bundle": (str,), "progress": (str,),
     "user": (str,), "overrides": (dict,), "cache_dir": (str,), "gpus": (str, int), "container_user": (str, int),
-    "cache": (str,),
+    "cache": (str,), "mirror": (str,),
 }
 # host[:port]/path, lower case (Docker's reference grammar, without the tag).
 REGISTRY = re.compile(r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*$")
@@ -86,7 +87,7 @@ def site_file(path: Path, *, given: bool = False) -> dict[str, object]:
 
 # The task parameters that reach the request (the rest are a task's own): the flag is `--` + the name, dashed.
 FLAGS = frozenset({"arch", "ck_free", "profile", "set", "builder", "ca_bundle", "progress", "model", "allow_no_smoke",
-                   "user", "gpu", "user_id", "registry", "src", "device"})
+                   "user", "gpu", "user_id", "registry", "src", "device", "mirror"})
 PROGRESS = ("auto", "plain", "tty", "quiet")
 CACHE = ("auto", "inline", "registry", "none")
 DEVICES = ("cpu", "cuda")
@@ -140,6 +141,7 @@ class Request:
     cache: str = "auto"
     cache_dir: Path = REPO_ROOT / ".cache"
     src: tuple[str, ...] = ()  # --src COMPONENT=PATH, resolved against the profile by cleanbuild.checkout
+    mirror: Path | None = None  # local copies of the git repos (cleanbuild.upstream.mirror), attached to profile
 
     def options(self, arch: Arch) -> Options:
         """The Options of one build for arch: this request plus today's date and a new run ID."""
@@ -160,8 +162,10 @@ def resolve(flags: Mapping[str, object], raw_config: object, *, matrix: bool = F
     config = site_config(raw_config)
     name = given(flags, config, "profile", "profile")
     extra = {**table(config.get("overrides") or {}), **parse_sets(list(_strings(flags.get("set"))))}
+    mirror, mirror_from = _mirror(flags, config)
     return Request(
-        profile=profile(str(name.value), extra), profile_from=name.where, overrides=extra,
+        profile=profile(str(name.value), extra, mirror, mirror_from), profile_from=name.where, overrides=extra,
+        mirror=mirror,
         archs=parse_arch(_text(flags.get("arch")), matrix=matrix), ck_free=bool(flags.get("ck_free")),
         builder=_builder(given(flags, config, "builder", "builder")),
         ca_bundle=ca_bundle(*_pair(given(flags, config, "ca_bundle", "ca_bundle"))),
@@ -197,10 +201,26 @@ def parse_arch(text: str | None, *, matrix: bool = False) -> tuple[Arch, ...]:
     return Arch.parse_list(text) if matrix else (Arch.parse(text),)
 
 
-def profile(name: str, overrides: Mapping[str, object]) -> Profile:
-    """A profile by name or .toml path, with the overrides in force, checked (the request's, or an image's label)."""
+def profile(name: str, overrides: Mapping[str, object], mirror: Path | None = None,
+            mirror_from: str = mirrors.ENV) -> Profile:
+    """A profile by name or .toml path, with the overrides in force, checked (the request's, or an image's label),
+    its git components read from the mirror when one is set (mirror_from: where it was set, for the message)."""
     path = Path(name) if name.endswith(".toml") else None
-    return checked_profile(load(Path(name).stem if path else name, overrides, path))
+    return mirrors.attach(checked_profile(load(Path(name).stem if path else name, overrides, path)), mirror,
+                          mirror_from)
+
+
+def _mirror(flags: Mapping[str, object], config: Mapping[str, object]) -> tuple[Path | None, str]:
+    """--mirror, else $ATOM_BUILD_MIRROR, else invoke.yaml's cleanbuild.mirror: a folder, checked; and where it
+    was set."""
+    if flags.get("mirror"):
+        where = "--mirror"
+    elif os.environ.get(mirrors.ENV):
+        where = mirrors.ENV
+    else:
+        where = "invoke.yaml: cleanbuild.mirror"
+    value = flags.get("mirror") or os.environ.get(mirrors.ENV) or config.get("mirror")
+    return mirrors.folder(value, where), where
 
 
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
