@@ -26,7 +26,7 @@ FIX = f"To fix, set {ENV} to a folder with aiter.git and atom.git (copies of the
 
 def copy_name(repo: str) -> str:
     """The mirror's name for a repository: its URL's last path segment, lower-cased, with .git."""
-    last = repo.rstrip("/").rsplit("/", 1)[-1].lower()
+    last = repo.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1].lower()  # git@host:aiter.git: after the ':'
     return last if last.endswith(".git") else f"{last}.git"
 
 
