@@ -21,6 +21,7 @@ from .refs import image_ref, parse_image, split_image
 from .run import quote, run
 from .settings import Request
 from .spec import REPO_ROOT, patches_argv
+from .upstream import mirror
 
 BUILD_STEPS = ("preflight", "prepare", "wheels")
 
@@ -43,6 +44,7 @@ def print_rows(title: str, rows: Mapping[str, object]) -> None:
 def plans(request: Request) -> list[Plan]:
     """One plan per arch (detected on the host when none was given); preparation is a step, after preflight."""
     profile = request.profile
+    mirror.require_reachable(profile)
     archs = request.arch or (resolve(None, host_runner).arch,)
     src = checkout.resolve_all(request.src, {n: str(profile.component(n).get("ref")) for n in checkout.COMPONENTS})
     for found in src:
@@ -60,7 +62,7 @@ def show_plan(request: Request, *, as_json: bool) -> None:
             "base image": plan.base_image, "python": plan.profile.python, "build context": plan.prepare.context,
             "wheels image": plan.wheels.image, "clean image": plan.clean.image, "candidate": plan.patch.image,
             "release": f"{plan.release_repo}:<tag>", "smoke": plan.smoke_skip_reason or "yes",
-            "steps": " -> ".join(plan.steps)})
+            "git repos read from": plan.profile.mirror or "their URLs", "steps": " -> ".join(plan.steps)})
         for found in plan.options.src:
             print_rows(f"--src {found.component}={found.path}", srcplan.rows(found, plan.options, plan.release_repo))
         console.print(units_table(plan, unit_states(plan)))
@@ -323,6 +325,7 @@ def pins(request: Request, *, as_json: bool, bump: str | None, to: str | None, d
         flag = "--to" if to is not None else "--dry-run"
         raise UsageError(f"{flag} only means something with --bump. To fix, add --bump COMPONENT (or drop {flag}).")
     profile = request.profile
+    mirror.require_reachable(profile)
     if bump:
         result = pinning.bump(profile, bump, to, dry_run=dry_run, relock=request.overrides)
         if as_json:
@@ -361,6 +364,7 @@ def lock(request: Request, *, upgrade: tuple[str, ...], check: bool) -> int:
     if check and upgrade:
         raise UsageError("--check writes nothing, so --upgrade-package has no effect with it. To fix, drop one.")
     profile = request.profile
+    mirror.require_reachable(profile)
     if check:
         problems = locking.check(profile)
         for line in problems:

@@ -23,6 +23,7 @@ from typing import Any
 from .errors import UsageError
 from .gpuhost.gpu import parse_gpus
 from .spec import REPO_ROOT
+from .upstream import mirror as mirrors
 
 PROGRESS = ("auto", "plain", "tty", "quiet")
 CACHE = ("auto", "inline", "registry", "none")
@@ -236,6 +237,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("src", "build from a local checkout as it is on disk, COMPONENT=PATH (aiter or atom; repeatable): "
            "Python/CSV/JSON edits of the package become a layer over the clean image, anything else rebuilds that "
            "wheel; dev tag only", check=_strings, repeatable=True, config=False),
+    Option("mirror", "folder of local copies of the git repos (aiter.git, atom.git: the URL's last part, lower case) "
+           "to read instead of their URLs; reports, labels, keys and the lock still name the public URLs",
+           check=lambda v: mirrors.folder(v.value, v.where), env=mirrors.ENV),
 )
 BY_NAME: Mapping[str, Option] = {o.name: o for o in OPTIONS}
 CONFIG_KEYS = tuple(o.name for o in OPTIONS if o.config)

@@ -43,6 +43,7 @@ class Request:
     cache: str = "auto"  # build cache through the registry: auto (inline when the registry is remote), inline, registry, none
     cache_dir: Path = REPO_ROOT / ".cache"
     src: tuple[str, ...] = ()  # --src COMPONENT=PATH, resolved against the profile by cleanbuild.checkout
+    mirror: Path | None = None  # local copies of the git repos (cleanbuild.upstream.mirror), attached to profile
 
     @property
     def remote(self) -> bool:

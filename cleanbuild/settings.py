@@ -21,6 +21,7 @@ from .options import BY_NAME, CONFIG_KEYS, OPTIONS, RENAMED, given
 from .refs import git_ref, git_remote, image_ref
 from .request import Request
 from .spec import new_run_id
+from .upstream import mirror as mirrors
 from .upstream.profiles import Profile, load, parse_sets, table
 
 __all__ = ["Request", "new_run_id", "resolve", "site_config", "site_file"]
@@ -89,7 +90,9 @@ def resolve(flags: Mapping[str, object], raw_config: object, *, matrix: bool = F
     values = {o.name: o.check(given(o, flags, config, environ)) for o in OPTIONS}
     overrides = {**table(values.pop("overrides") or {}), **parse_sets(list(values.pop("set")))}
     name = given(BY_NAME["profile"], flags, config, environ)
-    return Request(**{**values, "profile": profile(str(values["profile"]), overrides), "profile_from": name.where,
+    mirror_from = given(BY_NAME["mirror"], flags, config, environ).where
+    loaded = profile(str(values["profile"]), overrides, values["mirror"], mirror_from)
+    return Request(**{**values, "profile": loaded, "profile_from": name.where,
                       "overrides": overrides, "arch": parse_arch(values["arch"], matrix=matrix)})
 
 
@@ -101,10 +104,13 @@ def parse_arch(text: str | None, *, matrix: bool = False) -> tuple[Arch, ...]:
     return Arch.parse_list(text) if matrix else (Arch.parse(text),)
 
 
-def profile(name: str, overrides: Mapping[str, object]) -> Profile:
-    """A profile by name or .toml path, with the overrides in force, checked (the request's, or an image's label)."""
+def profile(name: str, overrides: Mapping[str, object], mirror: Path | None = None,
+            mirror_from: str = mirrors.ENV) -> Profile:
+    """A profile by name or .toml path, with the overrides in force, checked (the request's, or an image's label),
+    its git components read from the mirror when one is set (mirror_from: where it was set, for the message)."""
     path = Path(name) if name.endswith(".toml") else None
-    return checked_profile(load(Path(name).stem if path else name, overrides, path))
+    return mirrors.attach(checked_profile(load(Path(name).stem if path else name, overrides, path)), mirror,
+                          mirror_from)
 
 
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")

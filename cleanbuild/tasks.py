@@ -17,7 +17,7 @@ from . import commands, refs
 from .clitask import cli_task
 from .settings import Request
 
-BUILD = ("arch", "ck_free", "profile", "set", "builder", "ca_bundle", "progress", "registry", "src")
+BUILD = ("arch", "ck_free", "profile", "set", "builder", "ca_bundle", "progress", "registry", "src", "mirror")
 GPU = ("gpu", "user_id")
 
 
@@ -31,7 +31,7 @@ def arch(c, request: Request, json=False):
         commands.print_rows("architecture", info)
 
 
-@cli_task(common=(*BUILD[:6], "model", "src"), matrix=True)
+@cli_task(common=(*BUILD[:6], "model", "src", "mirror"), matrix=True)
 def plan(c, request: Request, json=False):
     """Print the resolved build plan and the exact commands build-clean would run; touches nothing."""
     commands.show_plan(request, as_json=json)
@@ -71,7 +71,7 @@ def tag(c, request: Request, image, dry_run=False):
     commands.tag(image, request, dry_run=dry_run)
 
 
-@cli_task(common=(*BUILD[:7], "model", "allow_no_smoke", "user", *GPU, "registry", "src"), matrix=True)
+@cli_task(common=(*BUILD[:7], "model", "allow_no_smoke", "user", *GPU, "registry", "src", "mirror"), matrix=True)
 def build_clean(c, request: Request, dry_run=False):
     """The whole pipeline: preflight, prepare, wheels, clean, patch, validate, smoke, tag, report."""
     commands.build_clean(request, dry_run=dry_run)
@@ -103,14 +103,14 @@ def report(c, tag):
     commands.print_report(tag)
 
 
-@cli_task(common=("profile", "set"), bump="move this git pin (aiter, atom, ...) when no patch drifts on the candidate",
+@cli_task(common=("profile", "set", "mirror"), bump="move this git pin (aiter, atom, ...) when no patch drifts on the candidate",
           to="the commit to bump to (default: the branch head)", dry_run="with --bump: show the profile diff, write nothing")
 def pins(c, request: Request, json=False, bump=None, to=None, dry_run=False):
     """Check every pin against its repository or index (exit 1 wrong, 3 unreachable); --bump moves one."""
     return commands.pins(request, as_json=json, bump=bump, to=to, dry_run=dry_run)
 
 
-@cli_task(common=("profile", "set"), iterable=("upgrade_package",),
+@cli_task(common=("profile", "set", "mirror"), iterable=("upgrade_package",),
           check="exit 1 when the lock no longer matches the pins; write nothing",
           upgrade_package="let this package move to its newest allowed version (repeatable)")
 def lock(c, request: Request, upgrade_package=None, check=False):
@@ -135,7 +135,7 @@ def audit(c, request: Request, image, model=None, tp=None, json=False, report=No
     return result.exit_code
 
 
-@cli_task(common=("profile", "set", "ca_bundle", "progress"),
+@cli_task(common=("profile", "set", "ca_bundle", "progress", "mirror"),
           ref="the image: NAME:TAG, ID, or REPO@sha256:DIGEST (here, on this engine)",
           profile="the profile to rebuild with (default: the image's own label)")
 def verify(c, request: Request, ref, json=False):

@@ -70,7 +70,8 @@ def add_upstream_parser(sub: argparse._SubParsersAction[_Parser], debug: _Parser
         help="fetch upstream's target files (shallow) and check every patch against them",
     )
     for repo, default in upstream.DEFAULT_SOURCES.items():
-        cmd.add_argument(f"--{repo}", default=default, metavar="URL_OR_PATH", help=f"default: {default}")
+        cmd.add_argument(f"--{repo}", metavar="URL_OR_PATH",
+                         help=f"default: its copy in ${upstream.MIRROR_ENV} when set, else {default}")
     cmd.add_argument(
         "--ref",
         default=upstream.DEFAULT_REF,
@@ -224,7 +225,7 @@ def print_report(report: engine.Report) -> None:
 
 def run_upstream(args: argparse.Namespace) -> int:
     sources = {
-        repo: (getattr(args, repo), getattr(args, f"{repo}_ref") or args.ref)
+        repo: (getattr(args, repo) or upstream.default_source(repo), getattr(args, f"{repo}_ref") or args.ref)
         for repo in upstream.DEFAULT_SOURCES
     }
     result = upstream.check(sources)

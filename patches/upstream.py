@@ -26,6 +26,9 @@ DEFAULT_SOURCES = {
     "atom": "https://github.com/ROCm/ATOM.git",
 }
 DEFAULT_REF = "HEAD"  # what the server calls its default branch
+# A folder of local copies read instead of the URLs above (the host's cleanbuild/upstream/mirror.py, whose naming
+# rule this repeats: patches/ cannot import cleanbuild): the URL's last segment, lower-cased, with .git.
+MIRROR_ENV = "ATOM_BUILD_MIRROR"
 GIT_TIMEOUT_S = 300
 
 
@@ -120,6 +123,19 @@ def targets_by_repo() -> dict[str, list[str]]:
             if target not in files:
                 files.append(target)
     return found
+
+
+def default_source(repo: str) -> str:
+    """Where `repo` is read without --aiter/--atom: its copy in $ATOM_BUILD_MIRROR when set, else its URL."""
+    url = DEFAULT_SOURCES[repo]
+    mirror = os.environ.get(MIRROR_ENV)
+    if not mirror:
+        return url
+    copy = Path(mirror) / url.rsplit("/", 1)[-1].lower()
+    if not Path(mirror).is_dir() or not ((copy / "HEAD").is_file() or (copy / ".git").exists()):
+        raise NotFound(f"{MIRROR_ENV} {mirror} has no {copy.name}, the copy of {url} (to fix, put one there with "
+                       f"`git clone --mirror {url} {copy}`, pass --{repo}, or unset {MIRROR_ENV})")
+    return str(copy)
 
 
 def check(sources: dict[str, tuple[str, str]]) -> UpstreamReport:

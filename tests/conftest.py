@@ -5,8 +5,19 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
+
+MIRROR_ENV = "ATOM_BUILD_MIRROR"  # cleanbuild.upstream.mirror.ENV
+MIRROR_DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "upstream"
+
+
+def pytest_configure(config) -> None:
+    """The tests read the real aiter and ATOM as a mirror: $ATOM_BUILD_MIRROR, else ../shared/upstream beside the
+    checkout when it is there (what .ci/run exports), so a task run in-process reads them as CI's do."""
+    if not os.environ.get(MIRROR_ENV) and (MIRROR_DEFAULT / "aiter.git").is_dir():
+        os.environ[MIRROR_ENV] = str(MIRROR_DEFAULT)
 
 
 def _engine_problem() -> str | None:

@@ -7,7 +7,7 @@ over its inputs, each named, so a test (and `invoke plan`) can say which input m
 - the build arguments those stages read, with every image argument replaced by that image's own key (the key of
   aiter's build environment names torch's key, never the name of the deps image it happened to read);
 - for the lock-driven units, the lock's requirement blocks they read (never the header, which names both pins).
-Not in any key: MAX_JOBS (how fast, not what), the registry prefix and image names (found by key, whatever the
+Not in any key: MAX_JOBS (how fast, not what), <NAME>_FROM (where a pinned commit is read), the registry prefix and image names (found by key, whatever the
 name), the BuildKit cache.
 """
 
@@ -21,7 +21,8 @@ from pathlib import Path
 
 from .dockerfile import global_args, stage_digest, used_args
 
-NOT_IN_KEY = frozenset({"MAX_JOBS"})
+# MAX_JOBS: how fast, not what. <NAME>_FROM: where a pinned commit is read (a mirror's copy), not what it is.
+NOT_IN_KEY = frozenset({"MAX_JOBS", "AITER_FROM", "ATOM_FROM", "MORI_FROM"})
 # The wheels units in build order, and the image argument each one is handed to others as.
 WHEEL_UNITS = ("torch", "triton", "deps", "sdists", "atom", "aiter", "mori", "installer")
 BUILD_ENVS = {"builder": ("builder-base", "BUILDER"), "builder-git": ("builder-git-base", "BUILDER_GIT")}

@@ -214,8 +214,8 @@ def make_units(profile: Profile, options: Build, base: str, prep: Prepare) -> tu
 def _prepare(profile: Profile, options: Build) -> Prepare:
     runtime, build = lock.lock_paths(profile)
     wheels = tuple((c.name, f"{c.name}=={c.get('version')}") for c in profile.components if c.source == "local")
-    repos = tuple((c.name, local_path(str(c.get("repo")), options.repo_root)) for c in profile.components
-                  if c.source == "git" and not is_url(str(c.get("repo"))))
+    repos = tuple((c.name, local_path(profile.read_from(c.name), options.repo_root)) for c in profile.components
+                  if c.source == "git" and not is_url(profile.read_from(c.name)))
     standin = None
     if profile.base.get("standin"):
         conf = profile.section("standin")
@@ -265,8 +265,15 @@ def standin_image(standin: Standin) -> str:
 
 
 def repo_arg(component: str, repo: str) -> str:
-    """The repository a git stage fetches from: the URL, or the copy the prepare step put in the context."""
+    """The repository a git stage names (its origin, the manifest's and the SBOM's source): the URL, or the copy
+    the prepare step put in the context when the profile names a local path."""
     return repo if is_url(repo) else f"/local/repos/{component}.git"
+
+
+def from_arg(profile: Profile, component: str) -> str:
+    """Where a git stage reads the commit (<NAME>_FROM, in no key): the prepare step's copy of a local repository
+    or mirror copy, else "" (the repository itself)."""
+    return "" if is_url(profile.read_from(component)) else f"/local/repos/{component}.git"
 
 
 def _wheels_args(profile: Profile, options: Build, base: str) -> dict[str, str]:
@@ -283,6 +290,7 @@ def _wheels_args(profile: Profile, options: Build, base: str) -> dict[str, str]:
             comp_args.pop(f"{comp.name.upper()}_SOURCE", None)  # always git: the schema allows nothing else
         if comp.source == "git":
             comp_args[f"{comp.name.upper()}_REPO"] = repo_arg(comp.name, str(comp.get("repo")))
+            comp_args[f"{comp.name.upper()}_FROM"] = from_arg(profile, comp.name)
         if comp.name in ("torchvision", "torchaudio"):
             comp_args = {f"{comp.name.upper()}_VERSION": str(comp.get("version", ""))}
         if comp.name == "flydsl":

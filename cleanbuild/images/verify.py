@@ -39,7 +39,7 @@ def label_request(labels: Mapping[str, str], given: Request, ref: str) -> tuple[
     if not unit or not label or not arch or "/wheels:" not in wheels:
         raise UsageError(f"{ref} lacks the io.atom-build labels of a clean or candidate image (unit, profile, arch, "
                          "wheels-image). To fix, pass an image built by invoke build-clean.")
-    built = given.profile if given.profile_from == "--profile" else profile(label, given.overrides)
+    built = given.profile if given.profile_from == "--profile" else profile(label, given.overrides, given.mirror)
     request = replace(given, profile=built, arch=parse_arch(arch), ck_free=ck_mode == "ckfree")
     return request, unit, wheels.rsplit("/wheels:", 1)[0]
 

@@ -1,4 +1,4 @@
-"""Read pinned repositories on the host: a URL (GitHub) or a local path (../shared/upstream), through git.
+"""Read pinned repositories on the host: a URL (GitHub) or a local path (a mirror's copy), through git.
 
 A URL is fetched into a bare cache under .cache/git/ (blobless: commits and trees, file contents on demand);
 a local path is read in place (`git --git-dir`), never written. Every call goes through cleanbuild.run.
@@ -74,7 +74,8 @@ class Repo:
                      echo=False, timeout=120)
         if result.returncode != 0 or result.timed_out:
             why = (result.stderr.strip().splitlines() or ["no answer"])[-1]
-            raise EnvironmentProblem(f"cannot reach the repository {self.url} ({why}). To fix, check the network or the URL.")
+            raise EnvironmentProblem(f"cannot reach the repository {self.url} ({why}). To fix, check the network or "
+                                     "the URL, or set ATOM_BUILD_MIRROR to a folder holding a copy of it.")
         refs = {}
         for line in result.stdout.splitlines():
             sha, _, name = line.partition("\t")

@@ -72,8 +72,9 @@ def inputs(profile: Profile) -> Inputs:
     aiter, atom = profile.component("aiter"), profile.component("atom")
     platform = str(profile.section("lock").get("python_platform", "x86_64-manylinux_2_28"))
     aiter_ref, atom_ref = str(aiter.get("ref")), str(atom.get("ref"))
-    setup = _read(aiter.get("repo"), aiter_ref, "setup.py")
-    pyproject = _read(atom.get("repo"), atom_ref, "pyproject.toml")
+    # Read where the profile reads them (a mirror's copy, else the repo): the same commits, so the same lock.
+    setup = _read(profile.read_from("aiter"), aiter_ref, "setup.py")
+    pyproject = _read(profile.read_from("atom"), atom_ref, "pyproject.toml")
     build = sorted({*BUILD_TOOLS, *string_list(setup, "setup_requires"), *atom_build_requires(pyproject)})
     sdist = tuple(sorted(strings(profile.component("deps").get("build"))))
     return Inputs(profile.python, platform, aiter_ref, atom_ref, tuple(aiter_requirements(setup, aiter_ref)),

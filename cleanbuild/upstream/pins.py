@@ -29,7 +29,7 @@ from ..errors import CleanBuildError, StepFailed, UsageError
 from ..refs import SHA, git_ref
 from ..run import run
 from ..spec import REPO_ROOT, patches_argv
-from . import lock
+from . import lock, mirror
 from .gitrepo import Repo
 from .imports import Tree, unresolved
 from .profiles import PROFILE_DIR, Profile, chain, load
@@ -67,7 +67,7 @@ def check(profile: Profile) -> Report:
     rows, repos = [], {}
     for comp in profile.components:
         if comp.source == "git":
-            repo = Repo(str(comp.get("repo")))
+            repo = Repo(profile.read_from(comp.name))
             repos[comp.name] = repo
             rows.append(git_pin(comp.name, repo, str(comp.get("ref")), comp.get("branch")))
         elif comp.source == "pypi" and comp.get("version"):
@@ -232,7 +232,7 @@ def bump(profile: Profile, component: str, to: str | None, *, dry_run: bool,
                          f"{', '.join(c.name for c in profile.components if c.source == 'git')}.")
     if to is not None:
         git_ref(to, "--to")
-    repo = Repo(str(comp.get("repo")))
+    repo = Repo(profile.read_from(component))
     heads = repo.heads()
     branch = str(comp.get("branch") or _default_branch(heads))
     target = to or heads.get(f"refs/heads/{branch}")
@@ -259,7 +259,7 @@ def bump(profile: Profile, component: str, to: str | None, *, dry_run: bool,
     if relock is not None:
         for path in affected(file, profile.file, component):
             pinned = {**relock, f"components.{component}.ref": new.sha}
-            files.update(lock.render(load(path.stem, pinned, path)))
+            files.update(lock.render(mirror.attach(load(path.stem, pinned, path), profile.mirror)))
     replace_all(files)
     result.written = True
     return result

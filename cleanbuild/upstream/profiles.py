@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
@@ -74,6 +74,15 @@ class Profile:
     name: str
     data: Mapping[str, object]
     file: Path
+    # The mirror folder in force (cleanbuild.upstream.mirror.attach) and, per git component, the copy in it its
+    # commits are read from. The profile's own repo (the public URL) stays what reports, labels, keys and the lock
+    # name: a mirror is where the bytes come from, not what they are.
+    mirror: Path | None = None
+    reads: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    def read_from(self, name: str) -> str:
+        """Where a git component's commits are read: its mirror copy, else the repo the profile pins."""
+        return self.reads.get(name) or str(self.component(name).get("repo"))
 
     @property
     def offline(self) -> bool:

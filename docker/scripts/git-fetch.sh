@@ -1,6 +1,8 @@
 #!/bin/sh
-# git-fetch.sh REPO REF DIR [--submodules]: check out REPO at the commit REF into DIR, with the history
-# setuptools_scm needs for a real version (`git describe`: the release tag and the distance to it), and only that.
+# git-fetch.sh REPO REF DIR [--from SOURCE] [--submodules]: check out REPO at the commit REF into DIR, with the
+# history setuptools_scm needs for a real version (`git describe`: the release tag and the distance to it), and only
+# that. --from reads the commit and its tags from SOURCE instead (a copy of REPO: a mirror's, in the context's
+# local/repos/); REPO stays the checkout's origin, so what the build records names REPO either way.
 # REF must be a full commit SHA; anything else is refused (a branch or a tag moves, a pin must not).
 # Over http(s) the fetch is blobless (--filter=blob:none: every commit and tree, blobs only for the checkout);
 # a local path or file:// repository (the offline profile's copies) gets a plain fetch (git's file transport
@@ -9,21 +11,33 @@
 # REPO may not start with '-' or use a `transport::` form (ext:: runs commands), and every value reaches git
 # after `--`: the rule of the host's cleanbuild/refs.py.
 set -eu
-repo=$1 ref=$2 dir=$3 submodules=${4:-}
-case "$repo" in
-  -*|*::*|"") echo "git-fetch: $repo is not a repository URL or path (no leading '-', no transport::); fix the profile's repo" >&2; exit 2;;
-esac
+repo=$1 ref=$2 dir=$3 submodules="" from=""
+shift 3
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --submodules) submodules=--submodules;;
+    --from) from=${2:-}; shift;;
+    *) echo "git-fetch: unknown argument $1 (usage: REPO REF DIR [--from SOURCE] [--submodules])" >&2; exit 2;;
+  esac
+  shift
+done
+from=${from:-$repo}
+for source in "$repo" "$from"; do
+  case "$source" in
+    -*|*::*|"") echo "git-fetch: $source is not a repository URL or path (no leading '-', no transport::); fix the profile's repo" >&2; exit 2;;
+  esac
+done
 case "$ref" in
   *[!0-9a-f]*|"") echo "git-fetch: $ref is not a full commit SHA (40 hex digits); pin a commit" >&2; exit 2;;
 esac
 [ ${#ref} -eq 40 ] || { echo "git-fetch: $ref is not a full commit SHA (40 hex digits); pin a commit" >&2; exit 2; }
 filter=""
-case "$repo" in http://*|https://*) filter="--filter=blob:none";; esac
+case "$from" in http://*|https://*) filter="--filter=blob:none";; esac
 git init -q -- "$dir"
 cd -- "$dir"
 git remote add -- origin "$repo"
-if ! git -c advice.detachedHead=false fetch -q $filter --update-shallow --tags -- origin "$ref"; then
-  echo "git-fetch: cannot fetch commit $ref from $repo: it is not a commit of that repository, or the repository is unreachable. To fix, check the pin with \`invoke pins\`." >&2
+if ! git -c advice.detachedHead=false fetch -q $filter --update-shallow --tags -- "$from" "$ref"; then
+  echo "git-fetch: cannot fetch commit $ref from $from: it is not a commit of that repository, or the repository is unreachable. To fix, check the pin with \`invoke pins\`." >&2
   exit 1
 fi
 git -c advice.detachedHead=false checkout -q FETCH_HEAD
@@ -35,4 +49,4 @@ if [ "$submodules" = "--submodules" ]; then
     exit 1
   fi
 fi
-echo "git-fetch: $repo @ $head ($(git describe --tags --always 2>/dev/null))"
+echo "git-fetch: $repo @ $head ($(git describe --tags --always 2>/dev/null)), read from $from"

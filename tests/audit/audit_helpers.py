@@ -27,14 +27,15 @@ ATOM_REV = "181b0f46dfd783bfc083f42d88b3de59f02171bf"
 
 
 def upstream_dir() -> Path:
-    return Path(os.environ.get("ATOM_BUILD_UPSTREAM", "/work/shared/upstream"))
+    """The folder holding aiter.git and atom.git: $ATOM_BUILD_MIRROR, else ../shared/upstream beside the checkout."""
+    return Path(os.environ.get("ATOM_BUILD_MIRROR") or Path(__file__).resolve().parents[3] / "shared" / "upstream")
 
 
 def need_upstream(repo: str) -> Path:
     """The bare repo, or a skip (a failure when CI=true)."""
     git_dir = upstream_dir() / f"{repo}.git"
     if not git_dir.is_dir():
-        message = f"{git_dir} is missing (set ATOM_BUILD_UPSTREAM to the folder holding aiter.git and atom.git)"
+        message = f"{git_dir} is missing (set ATOM_BUILD_MIRROR to the folder holding aiter.git and atom.git)"
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"CI=true and {message}", pytrace=False)
         pytest.skip(message)

@@ -192,17 +192,14 @@ def test_flydsl_is_not_a_build_argument():
     assert not [k for k in wheels_args(make()) if k.startswith("FLYDSL")]
 
 
-# ---- local sources (offline) ----------------------------------------------------------------------------------
+# ---- local sources (a repo named by path; a mirror: tests/host/test_mirror.py) ---------------------------------
 
-def test_offline_plan_fetches_from_the_context_copies():
-    args = wheels_args(make("offline"))
+def test_a_repo_named_by_path_is_fetched_from_its_context_copy(tmp_path):
+    sets = {f"components.{n}.repo": str(tmp_path / f"{n}.git") for n in ("aiter", "atom")}
+    plan = make("offline", sets)
+    args = wheels_args(plan)
     assert (args["AITER_REPO"], args["ATOM_REPO"]) == ("/local/repos/aiter.git", "/local/repos/atom.git")
-
-
-def test_offline_plan_lists_the_local_repositories_for_prepare():
-    plan = make("offline")
-    upstream = (ROOT / ".." / "shared" / "upstream").resolve()
-    assert plan.prepare.repos == (("aiter", upstream / "aiter.git"), ("atom", upstream / "atom.git"))
+    assert plan.prepare.repos == (("aiter", tmp_path / "aiter.git"), ("atom", tmp_path / "atom.git"))
 
 
 def test_default_plan_fetches_from_github_and_prepares_no_repository():

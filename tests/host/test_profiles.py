@@ -53,16 +53,18 @@ def test_offline_profile_loads_as_offline_on_python_311():
     assert (prof.name, prof.offline, prof.python) == ("offline", True, "3.11")
 
 
-def test_offline_keeps_the_default_pins_and_swaps_the_repositories():
+def test_offline_keeps_the_default_pins_and_repositories():
+    """The offline profile substitutes no repository: it pins the public ones (a mirror is only where they are read)."""
     default, offline = profiles.load("default"), profiles.load("offline")
     for name in ("aiter", "atom"):
         assert offline.component(name).get("ref") == default.component(name).get("ref"), name
-        assert offline.component(name).get("repo") == f"../shared/upstream/{name}.git"
+        assert offline.component(name).get("repo") == default.component(name).get("repo"), name
         assert default.component(name).get("repo").startswith("https://github.com/ROCm/")
+    assert not [line for line in offline.substitutes if line.startswith("repos")]
 
 
 def test_offline_tables_merge_key_by_key():
-    """offline.toml's [components.aiter] sets repo and two switches; branch and max_jobs come from default."""
+    """offline.toml's [components.aiter] sets two switches; repo, ref, branch and max_jobs come from default."""
     aiter = profiles.load("offline").component("aiter")
     assert (aiter.get("branch"), aiter.get("max_jobs"), aiter.get("triton_only")) == ("main", 0, True)
 

@@ -61,8 +61,8 @@ def test_rewriting_a_report_leaves_no_temporary_folder(reports):
 
 def test_offline_report_lists_each_substitution_once():
     subs = offline_plan().profile.substitutes
-    assert [s.split(":")[0] for s in subs] == ["base", "torch", "repos", "aiter", "mori", "validation"]
-    assert subs[3].endswith("no HIP/CK build (that needs ROCm); PREBUILD_KERNELS=0")
+    assert [s.split(":")[0] for s in subs] == ["base", "torch", "aiter", "mori", "validation"]
+    assert subs[2].endswith("no HIP/CK build (that needs ROCm); PREBUILD_KERNELS=0")
 
 
 def test_default_report_lists_no_substitution():
@@ -79,7 +79,7 @@ def test_clean_labels_carry_pins_and_manifest_facts():
     rec = BuildRecord(run_id="r1", started=0.0, started_at="now",
                       wheels=Wheels(plan.wheels.image, "sha256:w", False, manifest, "sha256:m"))
     labels = dict(clean_labels(plan, rec))
-    assert labels[metadata.label("source.aiter")] == f"../shared/upstream/aiter.git@{AITER_PIN}"
+    assert labels[metadata.label("source.aiter")] == f"https://github.com/ROCm/aiter.git@{AITER_PIN}"
     assert labels[metadata.label("commit.aiter")] == f"{AITER_PIN} (v0.1.19-38)"
     assert (labels[metadata.label("lock-digest")], labels[metadata.label("wheels-manifest-digest")]) == (
         "sha256:ab", "sha256:m")

@@ -40,7 +40,7 @@ GROUPS = {
 
 
 def upstream_dir() -> Path:
-    return Path(os.environ.get("ATOM_BUILD_UPSTREAM") or REPO / ".." / "shared" / "upstream").resolve()
+    return Path(os.environ.get("ATOM_BUILD_MIRROR") or REPO / ".." / "shared" / "upstream").resolve()
 
 
 def missing_reason() -> str | None:
@@ -49,7 +49,7 @@ def missing_reason() -> str | None:
         return "git is not installed"
     for repo in ("aiter", "atom"):
         if not (upstream_dir() / f"{repo}.git").is_dir():
-            return f"no {repo}.git under {upstream_dir()} (set ATOM_BUILD_UPSTREAM to the folder holding it)"
+            return f"no {repo}.git under {upstream_dir()} (set ATOM_BUILD_MIRROR to the folder holding it)"
     return None
 
 

@@ -180,3 +180,36 @@ def test_a_source_that_is_an_option_or_a_command_transport_is_refused(atom_repo,
 def test_debug_shows_the_traceback(tmp_path, atom_repo):
     with pytest.raises(Exception, match="git fetch failed"):
         cli.main(["upstream", "--aiter", str(tmp_path / "none.git"), "--atom", str(atom_repo), "--debug"])
+
+
+# ---- ATOM_BUILD_MIRROR: the default sources are its copies (aiter.git, atom.git) -----------------------------------
+
+def test_the_mirror_gives_the_default_sources(monkeypatch, capsys):
+    reason = missing_reason()
+    if reason and os.environ.get("CI") == "true":
+        pytest.fail(f"the real upstream repositories are needed in CI: {reason}")
+    if reason:
+        pytest.skip(reason)
+    monkeypatch.setenv(upstream_mod.MIRROR_ENV, str(upstream_dir()))
+    assert cli.main(["upstream", "--json"]) == 0
+    repos = json.loads(capsys.readouterr().out)["repos"]
+    assert [(r["source"], r["commit"]) for r in repos] == [
+        (str(upstream_dir() / "aiter.git"), NAMED["aiter"]["main 2026-08-22"]),
+        (str(upstream_dir() / "atom.git"), NAMED["atom"]["main 2026-08-22"]),
+    ]
+
+
+def test_a_mirror_without_a_copy_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(upstream_mod.MIRROR_ENV, str(tmp_path))
+    assert cli.main(["upstream"]) == 2
+    assert capsys.readouterr().err == (
+        f"patches: error: ATOM_BUILD_MIRROR {tmp_path} has no aiter.git, the copy of "
+        f"https://github.com/ROCm/aiter.git (to fix, put one there with `git clone --mirror "
+        f"https://github.com/ROCm/aiter.git {tmp_path / 'aiter.git'}`, pass --aiter, or unset ATOM_BUILD_MIRROR)\n"
+    )
+
+
+def test_the_flags_beat_the_mirror(tmp_path, atom_repo, monkeypatch):
+    monkeypatch.setenv(upstream_mod.MIRROR_ENV, str(tmp_path / "no-copies-here"))
+    aiter = git_repo(tmp_path / "aiter", {TUNED_GEMM: "aiter/tuned_gemm_new.before", JIT_CORE: "aiter/core_fixed"})
+    assert cli.main(["upstream", "--aiter", str(aiter), "--atom", str(atom_repo)]) == 0

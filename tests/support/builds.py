@@ -19,6 +19,7 @@ from cleanbuild.options import ca_bundle
 from cleanbuild.request import Build, Request
 from cleanbuild.upstream import profiles
 from tests.support.requests import changed
+from tests.support.upstream import mirrored
 
 REPO = Path(__file__).resolve().parents[2]
 SESSION_RUN = "itest"
@@ -62,7 +63,7 @@ class Built:
 
 def offline_plan(variant: Variant, run_id: str = SESSION_RUN, *, model: Path | None = None, user: str = "user",
                  overrides: dict | None = None, cache_dir: Path | None = None) -> Plan:
-    profile = profiles.load("offline", overrides)
+    profile = mirrored(profiles.load("offline", overrides))
     request = Request(profile=profile, ck_free=variant.ck_free, progress="plain", ca_bundle=ca_bundle("auto"),
                       model=model, user=user, **({"cache_dir": cache_dir} if cache_dir else {}))
     options = Build(request, Arch.parse(variant.arch), run_id=f"{run_id}-{variant.name}")
@@ -122,7 +123,7 @@ def bumped_profile(folder: Path, component: str, ref: str):
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"bump-{component}.toml"
     path.write_text(f'inherits = "offline"\nname = "bump-{component}"\n\n[components.{component}]\nref = "{ref}"\n')
-    profile = profiles.load(path.stem, path=path)
+    profile = mirrored(profiles.load(path.stem, path=path))
     runtime, build = lock.lock_paths(profile)
     if not runtime.is_file():
         for seed, dest in zip(lock.lock_paths(profiles.load("offline")), (runtime, build), strict=True):

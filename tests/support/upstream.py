@@ -1,4 +1,4 @@
-"""The real ROCm/aiter and ROCm/ATOM repositories (../shared/upstream, or $ATOM_BUILD_UPSTREAM) for host tests.
+"""The real ROCm/aiter and ROCm/ATOM repositories ($ATOM_BUILD_MIRROR, else ../shared/upstream) for host tests.
 
 The commits the tests name are the ones the upstream README lists: the pins of the default profile, the
 2026-08-22 heads of main, the pull-request head the old aiter pin named and the mori commit the old ATOM pin named.
@@ -15,9 +15,11 @@ from pathlib import Path
 import pytest
 
 from cleanbuild.spec import REPO_ROOT
+from cleanbuild.upstream import mirror
 from cleanbuild.upstream.imports import Tree
+from cleanbuild.upstream.profiles import Profile
 
-ENV = "ATOM_BUILD_UPSTREAM"
+ENV = mirror.ENV
 DEFAULT = REPO_ROOT.parent / "shared" / "upstream"
 
 AITER_PIN = "79366eb81451e20bc206f63ab56cae8c63c927ed"  # 2026-08-03, squash-merge of PR 4465 (default profile)
@@ -37,6 +39,11 @@ def upstream_dir() -> Path:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"CI=true and {why}", pytrace=False)
     pytest.skip(why)
+
+
+def mirrored(profile: Profile) -> Profile:
+    """The profile with its aiter and ATOM read from upstream_dir(), as ATOM_BUILD_MIRROR makes a task read them."""
+    return mirror.attach(profile, upstream_dir())
 
 
 def git(repo: Path, *args: str, input_: bytes | None = None, env: dict | None = None) -> bytes:

@@ -63,12 +63,12 @@ def run_cli():
 def checkout_aiter(dest: Path, commit: str, paths: tuple[str, ...] = ("/aiter/",)) -> Path:
     """A sparse checkout of the real aiter at commit (only paths), from the shared bare repository.
 
-    Skips (fails when CI=true) without git or the repository; ATOM_BUILD_UPSTREAM names the folder holding it.
+    Skips (fails when CI=true) without git or the repository; ATOM_BUILD_MIRROR names the folder holding it.
     """
-    upstream = Path(os.environ.get("ATOM_BUILD_UPSTREAM") or REPO / ".." / "shared" / "upstream").resolve()
+    upstream = Path(os.environ.get("ATOM_BUILD_MIRROR") or REPO / ".." / "shared" / "upstream").resolve()
     bare = upstream / "aiter.git"
     if shutil.which("git") is None or not bare.is_dir():
-        missing(f"no git or no {bare} (set ATOM_BUILD_UPSTREAM to the folder holding aiter.git)")
+        missing(f"no git or no {bare} (set ATOM_BUILD_MIRROR to the folder holding aiter.git)")
     git = ["git", "-c", "safe.directory=*", "-c", "advice.detachedHead=false"]
     for args in (["clone", "-q", "--no-checkout", str(bare), str(dest)],
                  ["-C", str(dest), "sparse-checkout", "set", "--no-cone", *paths],
