@@ -286,6 +286,16 @@ def largest_layers(cli, image: str, count: int = 5) -> list[dict]:
     return [{"size": h.get("Size", 0), "created_by": (h.get("CreatedBy") or "")[:160]} for h in layers]
 
 
+def layer_sizes(history: list[dict], layers: list[str]) -> list[dict]:
+    """The image's layers bottom first, each {"digest", "size", "created_by"}: history (newest first, as the engine
+    answers) paired with RootFS. Entries of size 0 made no layer (ENV, LABEL); where the count of the others is not
+    the count of layers the pairing is unknown, and the digests are left out. Pure."""
+    made = [h for h in reversed(history) if h.get("Size")]
+    paired = len(made) == len(layers)
+    return [{"digest": layers[i] if paired else None, "size": h.get("Size", 0),
+             "created_by": (h.get("CreatedBy") or "")[:160]} for i, h in enumerate(made)]
+
+
 @_boundary
 def layers(cli, image: str) -> list[str]:
     """The image's layer digests (RootFS), bottom first: what two images share is stored and shipped once."""
