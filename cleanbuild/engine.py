@@ -286,6 +286,12 @@ def largest_layers(cli, image: str, count: int = 5) -> list[dict]:
     return [{"size": h.get("Size", 0), "created_by": (h.get("CreatedBy") or "")[:160]} for h in layers]
 
 
+@_boundary
+def history(cli, image: str) -> list[dict]:
+    """The image's build history, newest first: each entry's Size, CreatedBy."""
+    return cli.api.history(image)
+
+
 def layer_sizes(history: list[dict], layers: list[str]) -> list[dict]:
     """The image's layers bottom first, each {"digest", "size", "created_by"}: history (newest first, as the engine
     answers) paired with RootFS. Entries of size 0 made no layer (ENV, LABEL); where the count of the others is not

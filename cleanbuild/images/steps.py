@@ -358,11 +358,10 @@ def observe(cli, rec: BuildRecord, base: str | None = None) -> BuildRecord:
     if rec.candidate_id and cli is not None:
         inspected = engine.inspect(cli, rec.candidate_id)
         layers = tuple((inspected.get("RootFS") or {}).get("Layers", []))
-        sizes = engine.layer_sizes(cli.api.history(rec.candidate_id), list(layers))
-        image = ImageSummary(inspected.get("Size"), layers,
-                             dict((inspected.get("Config") or {}).get("Labels") or {}),
-                             tuple(engine.largest_layers(cli, rec.candidate_id)),
-                             tuple(_owned(cli, rec, sizes, base)))
+        largest = tuple(engine.largest_layers(cli, rec.candidate_id))
+        sizes = engine.layer_sizes(engine.history(cli, rec.candidate_id), list(layers))
+        image = ImageSummary(inspected.get("Size"), layers, dict((inspected.get("Config") or {}).get("Labels") or {}),
+                             largest, tuple(_owned(cli, rec, sizes, base)))
     return replace(rec, image=image, finished=time.monotonic())
 
 
