@@ -210,10 +210,11 @@ def promote(c, ref, arch=None, profile=None, set=None, model=None, allow_no_smok
     commands.promote(ref, _request(c, locals()))
 
 
-@cli_task(tag="release tag or image reference")
-def report(c, tag, debug=False):
+@cli_task(tag="release tag or image reference", html="print the path of its report.html instead of the Markdown",
+          open="open its report.html in the desktop's web browser")
+def report(c, tag, html=False, open_=False, debug=False):
     """Print a build's report again, from reports/<repository>/<tag>/."""
-    commands.print_report(tag)
+    commands.print_report(tag, html=html, open_page=open_)
 
 
 @cli_task(iterable=("set",), json="print JSON",

@@ -185,14 +185,31 @@ def write_data(folder: Path, data: dict, files: dict[str, dict] | None = None) -
     return folder
 
 
-def load(ref: str) -> dict | None:
-    """A report by 'registry/atom-gfx942:TAG', 'atom-gfx942:TAG' or a bare TAG (when only one arch has it)."""
+def find(ref: str) -> Path | None:
+    """A report's report.json by 'registry/atom-gfx942:TAG', 'atom-gfx942:TAG' or a bare TAG (when only one arch
+    has it)."""
     repo, tag = split_image(ref)
     if repo and tag:
         file = REPORTS / repo.rsplit("/", 1)[-1] / tag / "report.json"
-        return json.loads(file.read_text()) if file.is_file() else None
+        return file if file.is_file() else None
     found = sorted(REPORTS.glob(f"*/{ref}/report.json"))
-    return json.loads(found[-1].read_text()) if found else None
+    return found[-1] if found else None
+
+
+def load(ref: str) -> dict | None:
+    file = find(ref)
+    return json.loads(file.read_text()) if file else None
+
+
+def html_page(report_json: Path) -> Path:
+    """The report.html beside a report.json; rendered from it (and its sbom.cdx.json) when a report written before
+    report.html existed has none."""
+    page = report_json.with_name("report.html")
+    if not page.is_file():
+        bom = report_json.with_name("sbom.cdx.json")
+        page.write_text(htmlpage.build_page(json.loads(report_json.read_text()),
+                                            json.loads(bom.read_text()) if bom.is_file() else None))
+    return page
 
 
 def markdown(data: dict) -> str:

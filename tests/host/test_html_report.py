@@ -8,12 +8,14 @@ validation's JSON by validation.report, the patch report by patches.engine, and 
 from __future__ import annotations
 
 import json
+import webbrowser
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
-from cleanbuild import audit, htmlpage
+from cleanbuild import audit, commands, htmlpage
+from cleanbuild.errors import EnvironmentProblem
 from cleanbuild.images import report
 from cleanbuild.images.record import (
     BuildRecord,
@@ -219,3 +221,31 @@ def test_the_page_of_a_run_that_failed_before_any_image_renders():
                         failed=True, error="no engine")
     text = Page(htmlpage.build_page(data)).all_text()
     assert "Why it failed no engine" in text and "Validation did not run." in text
+
+
+def test_report_html_prints_the_page_path_and_the_markdown_stays_the_default(page, capsys):
+    folder, _ = page
+    commands.print_report("r1")
+    assert capsys.readouterr().out.startswith("# Build report: r1\n")
+    commands.print_report("r1", html=True)
+    assert capsys.readouterr().out == f"{(folder / 'report.html').resolve()}\n"
+
+
+def test_a_report_written_before_report_html_gets_its_page_from_report_json(page, capsys):
+    folder, _ = page
+    (folder / "report.html").unlink()
+    commands.print_report("r1", html=True)
+    assert "aiter: built, 312.5 s" in Page((folder / "report.html").read_text()).all_text()
+
+
+@pytest.mark.parametrize(("browser", "opened"), [("true", True), ("false", False)])
+def test_open_hands_the_page_to_the_desktop_browser(page, monkeypatch, capsys, browser, opened):
+    """webbrowser as it is, with $BROWSER naming a command that succeeds or fails."""
+    monkeypatch.setenv("BROWSER", browser)
+    monkeypatch.setattr(webbrowser, "_tryorder", None)  # read $BROWSER again
+    if opened:
+        commands.print_report("r1", open_page=True)
+        assert capsys.readouterr().out == f"{(page[0] / 'report.html').resolve()}\n"
+        return
+    with pytest.raises(EnvironmentProblem, match="no web browser could open"):
+        commands.print_report("r1", open_page=True)
