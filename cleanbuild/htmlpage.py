@@ -44,7 +44,9 @@ def audit_page(data: dict) -> str:
 
 
 def mib(size: float | None) -> str:
-    return "-" if size is None else f"{size / 2**30:.2f} GiB" if size >= 2**30 else f"{size / 2**20:.1f} MiB"
+    if size is None:
+        return "-"
+    return f"{size / 2**30:.2f} GiB" if size >= 2**30 else f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{size / 2**10:.1f} KiB"
 
 
 def _how(unit: dict) -> str:
@@ -100,7 +102,7 @@ def layer_chart(data: dict, shown: int = 14) -> dict:
     since = data.get("since_previous") or {}
     new = set(since.get("new_digests") or [])
     rows = [{"holds": HOLDS.get(s.get("unit", ""), s.get("unit", "")), "size": s["size"],
-             "created_by": s.get("created_by") or "", "new": bool(since) and s.get("digest") in new, "index": i}
+             "created_by": s.get("created_by") or "(imported, no command)", "new": bool(since) and s.get("digest") in new, "index": i}
             for i, s in enumerate(sizes)]
     if not rows:  # audit, or a report written before layer_sizes: the engine's largest layers
         rows = [{"holds": "", "size": s["size"], "created_by": s.get("created_by") or "", "new": False, "index": None}
