@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild import audit, commands, htmlpage
+from cleanbuild import audit, commands, engine, htmlpage
 from cleanbuild.errors import EnvironmentProblem
 from cleanbuild.images import report
 from cleanbuild.images.record import (
@@ -160,7 +160,7 @@ def test_the_validation_rows_show_status_cosine_error_and_the_kernel_that_ran(pa
     assert "tp1 23/70 (32.9%)" in text and "tp8 0/70 (0.0%)" in text
 
 
-def test_patches_pins_sbom_and_substitutes_are_on_the_page(page, stage):  # noqa: F811
+def test_patches_pins_sbom_and_substitutes_are_on_the_page(page):
     _, html = page
     text = html.all_text()
     links = [a["href"] for tag, a in html.tags if tag == "a"]
@@ -185,6 +185,17 @@ def test_a_new_release_shows_the_bytes_new_since_the_previous_one(reports, stage
     assert data["since_previous"]["new_bytes"] == 214 * MIB and data["since_previous"]["tag"].endswith(":old")
     assert "214.0 MiB in 2 layers are new since the previous release" in Page(
         (first / "report.html").read_text()).all_text()
+
+
+def test_layer_sizes_pair_the_history_with_the_layers_bottom_first():
+    history = [{"Size": 3, "CreatedBy": "RUN patch"}, {"Size": 0, "CreatedBy": "ENV X=1"}, {"Size": 9, "CreatedBy": ""}]
+    assert engine.layer_sizes(history, ["sha256:base", "sha256:top"]) == [
+        {"digest": "sha256:base", "size": 9, "created_by": ""}, {"digest": "sha256:top", "size": 3, "created_by": "RUN patch"}]
+
+
+def test_without_a_layer_for_each_sized_entry_no_digest_is_guessed():
+    history = [{"Size": 3, "CreatedBy": "RUN a"}, {"Size": 9, "CreatedBy": "RUN b"}]
+    assert [s["digest"] for s in engine.layer_sizes(history, ["sha256:only"])] == [None, None]
 
 
 def no_active_content(html: Page) -> None:
