@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import engine
+from . import engine, htmlpage
 from .errors import EnvironmentProblem, StepFailed, UsageError
 from .gpuhost.arch import Arch
 from .images import attest, sbom
@@ -343,7 +343,7 @@ def device_finding(dev: dict) -> dict:
 
 
 def write_report(result: AuditResult, folder: Path, untuned: Path) -> AuditResult:
-    """report.json, report.md (build-clean's layout) and, with --model, the untuned-GEMM CSV of the gaps."""
+    """report.json, report.md, report.html (build-clean's layout) and, with --model, the untuned-GEMM CSV of the gaps."""
     folder.mkdir(parents=True, exist_ok=True)
     csv = None
     if untuned.is_file():
@@ -353,6 +353,7 @@ def write_report(result: AuditResult, folder: Path, untuned: Path) -> AuditResul
     data = result.to_json()
     (folder / "report.json").write_text(json.dumps(data, indent=2) + "\n")
     (folder / "report.md").write_text(markdown(data))
+    (folder / "report.html").write_text(htmlpage.audit_page(data))
     return result
 
 

@@ -44,7 +44,8 @@ def cli_task(*, common: tuple[str, ...] = (), positional: tuple[str, ...] = (), 
         sig = _signature([p for p in own if p.default is Parameter.empty], positional,
                          [n for n in common if n not in positional], [p for p in own if p.default is not Parameter.empty])
         names = [n for n in sig.parameters if n != "c"]
-        helps = {n: help_.get(n) or (BY_NAME[n].help if n in BY_NAME else SWITCHES.get(n, "")) for n in names}
+        helps = {n.rstrip("_"): help_.get(n.rstrip("_")) or (BY_NAME[n].help if n in BY_NAME else SWITCHES.get(n, ""))
+                 for n in names}  # invoke names a flag without the trailing _ of a parameter (open_ -> --open)
         repeat = [n for n in names if n in iterable or (n in BY_NAME and BY_NAME[n].repeatable)]
         wrapper = _guarded(fn, sig, {p.name for p in own}, {*common, *positional} if wants_request else None, matrix)
         return _task(iterable=repeat, help=helps)(wrapper)

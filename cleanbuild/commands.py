@@ -309,11 +309,21 @@ def _digest_of(cli, ref: str) -> str:
     raise StepFailed(f"{ref} has no registry digest after the pull. To fix, promote it by digest (REPO@sha256:...).")
 
 
-def print_report(ref: str) -> None:
-    data = report.load(ref)
-    if data is None:
+def print_report(ref: str, *, html: bool = False, open_page: bool = False) -> None:
+    """The Markdown report; with html, the path of its report.html instead; open_page opens that in a browser."""
+    file = report.find(ref)
+    if file is None:
         raise UsageError(f"no report for {ref}. To fix, pass the release tag build-clean printed (see reports/).")
-    print(report.markdown(data), end="")
+    if not (html or open_page):
+        print(report.markdown(json.loads(file.read_text())), end="")
+        return
+    page = report.html_page(file).resolve()
+    print(page)
+    if open_page:
+        import webbrowser
+
+        if not webbrowser.open(page.as_uri()):
+            raise EnvironmentProblem(f"no web browser could open {page}. To fix, open that file in a browser by hand.")
 
 
 # ---- pins and locks -----------------------------------------------------------------------------------------

@@ -296,9 +296,25 @@ def untag(cli: DockerClient, ref: str) -> bool:
 
 @_boundary
 def largest_layers(cli: DockerClient, image: str, count: int = 5) -> list[dict[str, Any]]:
-    history = cli.api.history(image)  # type: ignore[no-untyped-call]  # types-docker leaves APIClient.history untyped
-    layers = sorted(history, key=lambda h: h.get("Size", 0), reverse=True)[:count]
+    layers = sorted(history(cli, image), key=lambda h: h.get("Size", 0), reverse=True)[:count]
     return [{"size": h.get("Size", 0), "created_by": (h.get("CreatedBy") or "")[:160]} for h in layers]
+
+
+@_boundary
+def history(cli: DockerClient, image: str) -> list[dict[str, Any]]:
+    """The image's build history, newest first: each entry's Size, CreatedBy."""
+    entries: list[dict[str, Any]] = cli.api.history(image)  # type: ignore[no-untyped-call]  # types-docker leaves APIClient.history untyped
+    return entries
+
+
+def layer_sizes(history: list[dict[str, Any]], layers: list[str]) -> list[dict[str, Any]]:
+    """The image's layers bottom first, each {"digest", "size", "created_by"}: history (newest first, as the engine
+    answers) paired with RootFS. Entries of size 0 made no layer (ENV, LABEL); where the count of the others is not
+    the count of layers the pairing is unknown, and the digests are left out. Pure."""
+    made = [h for h in reversed(history) if h.get("Size")]
+    paired = len(made) == len(layers)
+    return [{"digest": layers[i] if paired else None, "size": h.get("Size", 0),
+             "created_by": (h.get("CreatedBy") or "")[:160]} for i, h in enumerate(made)]
 
 
 @_boundary

@@ -97,10 +97,11 @@ def validate(c, request: Request, image, json_file=None):
                              dest=Path(json_file) if json_file else None)
 
 
-@cli_task(tag="release tag or image reference")
-def report(c, tag):
+@cli_task(tag="release tag or image reference", html="print the path of its report.html instead of the Markdown",
+          open="open its report.html in the desktop's web browser")
+def report(c, tag, html=False, open_=False):
     """Print a build's report again, from reports/<repository>/<tag>/."""
-    commands.print_report(tag)
+    commands.print_report(tag, html=html, open_page=open_)
 
 
 @cli_task(common=("profile", "set", "mirror"), bump="move this git pin (aiter, atom, ...) when no patch drifts on the candidate",

@@ -82,7 +82,7 @@ def _cleanup(ctx: Ctx, rec: BuildRecord, failed_report: bool, why: str) -> str:
                 problems.append(str(exc))
         if failed_report and rec.steps:
             try:
-                done.append(f"report {report.write(ctx.plan, observe(ctx.cli, rec), failed=True, error=why)}")
+                done.append(f"report {report.write(ctx.plan, observe(ctx.cli, rec, ctx.plan.base_image), failed=True, error=why)}")
             except (CleanBuildError, OSError) as exc:
                 problems.append(f"report not written ({exc})")
         if pressed:

@@ -54,6 +54,7 @@ class UnitRecord:
     status: str  # built | reused
     how: str  # "found here by key", "pulled from the registry", "built", "built and pushed", ...
     changed: tuple[str, ...] = ()  # built: the inputs that differ from the newest other build of this unit here
+    seconds: float = 0.0  # how long finding, pulling or building it took (the report's timeline)
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,7 @@ class ImageSummary:
     layers: tuple[str, ...]  # the layer digests (RootFS), bottom first
     labels: dict[str, str]
     largest_layers: tuple[dict[str, Any], ...]  # {"size", "created_by"}, largest first
+    layer_sizes: tuple[dict[str, Any], ...] = ()  # every layer bottom first: {"digest", "size", "created_by", "unit"}
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,13 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+import tomllib
 from pathlib import Path
 
+from .. import htmlpage
 from ..refs import split_image
 from ..spec import REPO_ROOT
+from ..upstream import profiles
 from . import sbom, srcplan
 from .plan import Plan
 from .record import BuildRecord
@@ -32,17 +35,19 @@ def build(plan: Plan, rec: BuildRecord, *, failed: bool, error: str | None = Non
         "arch": plan.options.arch.value, "ck_mode": plan.options.ck_mode,
         "image_id": image, "image_size_bytes": seen.size_bytes if seen else None,
         "largest_layers": list(seen.largest_layers) if seen else [],
+        "layer_sizes": list(seen.layer_sizes) if seen else [],
         "layers": list(seen.layers) if seen else [],
         "base_image": plan.base_image, "base_image_digest": plan.profile.base.get("digest") or None,
         "attestations": attached(plan, rec),
         "images": {"wheels": rec.wheels.image if rec.wheels else None, "clean": plan.clean.image,
                    "candidate": rec.candidate_ref},
         "components": {c.name: dict(c.fields) for c in plan.profile.components},
+        "pins": pins(plan, manifest.get("sources") or {}),
         "sources": manifest.get("sources"), "lock_sha256": manifest.get("lock_sha256"),
         "versions": _facts(rec), "wheels_manifest_digest": rec.wheels.manifest_digest if rec.wheels else None,
         "wheels": manifest.get("wheels", []),
         "units": [{"name": u.name, "status": u.status, "how": u.how, "key": u.key, "image": u.image,
-                   "changed": list(u.changed)} for u in rec.units],
+                   "changed": list(u.changed), "seconds": round(u.seconds, 2)} for u in rec.units],
         "patches": rec.patches, "validation": rec.validation,
         "validation_status": validation_status(rec.validation),
         "smoke": rec.smoke, "gpu": list(rec.gpu) if rec.gpu else None,
@@ -78,6 +83,55 @@ def _facts(rec: BuildRecord) -> dict | None:
                                                       for n, s in f.sources.items()}}
 
 
+def pins(plan: Plan, sources: dict) -> list[dict]:
+    """The git pins: where from, the commit the build checked out (sha, describe, date) and a link to it on GitHub.
+    A profile that builds from a mirror (offline) links to the GitHub repository the profile it inherits names."""
+    out = []
+    for comp in plan.profile.components:
+        if comp.source != "git":
+            continue
+        got = sources.get(comp.name) or {}
+        sha = got.get("sha") or str(comp.fields.get("ref", ""))
+        web = _github(plan.profile.file, comp.name)
+        out.append({"name": comp.name, "repo": comp.fields.get("repo"), "ref": comp.fields.get("ref"), "sha": sha,
+                    "describe": got.get("describe"), "date": got.get("date"),
+                    "url": f"{web}/commit/{sha}" if web and sha else None})
+    return out
+
+
+def _github(profile_file: Path, name: str) -> str | None:
+    """The first https://github.com/OWNER/REPO the profile's chain (child first) names for the component."""
+    for file in profiles.chain(profile_file) if profile_file.is_file() else []:
+        repo = str(tomllib.loads(file.read_text()).get("components", {}).get(name, {}).get("repo", ""))
+        if repo.startswith("https://github.com/"):
+            return repo.removesuffix(".git")
+    return None
+
+
+def since_previous(repo_folder: Path, name: str, data: dict) -> dict | None:
+    """The bytes of this image's layers that the newest earlier passed report of the same repository (its release)
+    did not have: what a node that holds that release pulls. None without such a report or layer sizes."""
+    sizes = data.get("layer_sizes") or []
+    if not sizes or any(s.get("digest") is None for s in sizes):
+        return None
+    earlier = []
+    for file in repo_folder.glob("*/report.json"):
+        try:
+            old = json.loads(file.read_text())
+        except (OSError, ValueError):
+            continue
+        if file.parent.name != name and old.get("status") == "passed" and old.get("tag") and old.get("layers"):
+            earlier.append((str(old.get("started_at")), old))
+    if not earlier:
+        return None
+    _, old = max(earlier, key=lambda e: e[0])
+    have = set(old["layers"])
+    new = [s for s in sizes if s["digest"] not in have]
+    return {"tag": old["tag"], "started_at": old.get("started_at"), "new_layers": len(new),
+            "new_digests": [s["digest"] for s in new],
+            "new_bytes": sum(s["size"] for s in new), "shared_bytes": sum(s["size"] for s in sizes) - sum(s["size"] for s in new)}
+
+
 def folder_for(plan: Plan, rec: BuildRecord, *, failed: bool) -> Path:
     name = f"{rec.run_id}-failed" if failed else rec.tag.value if rec.tag else rec.run_id
     return REPORTS / plan.release_repo.rsplit("/", 1)[-1] / name
@@ -85,7 +139,9 @@ def folder_for(plan: Plan, rec: BuildRecord, *, failed: bool) -> Path:
 
 def write(plan: Plan, rec: BuildRecord, *, failed: bool, error: str | None = None) -> Path:
     data = build(plan, rec, failed=failed, error=error)
-    return write_data(folder_for(plan, rec, failed=failed), data, supply_chain(plan, rec, data))
+    folder = folder_for(plan, rec, failed=failed)
+    data["since_previous"] = since_previous(folder.parent, folder.name, data)
+    return write_data(folder, data, supply_chain(plan, rec, data))
 
 
 def attestation_args(plan: Plan) -> dict:
@@ -117,6 +173,7 @@ def write_data(folder: Path, data: dict, files: dict[str, dict] | None = None) -
     try:
         (tmp / "report.json").write_text(json.dumps(data, indent=2, default=str) + "\n")
         (tmp / "report.md").write_text(markdown(data))
+        (tmp / "report.html").write_text(htmlpage.build_page(data, (files or {}).get("sbom.cdx.json")))
         for name, doc in (files or {}).items():
             (tmp / name).write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
         if folder.exists():
@@ -128,14 +185,31 @@ def write_data(folder: Path, data: dict, files: dict[str, dict] | None = None) -
     return folder
 
 
-def load(ref: str) -> dict | None:
-    """A report by 'registry/atom-gfx942:TAG', 'atom-gfx942:TAG' or a bare TAG (when only one arch has it)."""
+def find(ref: str) -> Path | None:
+    """A report's report.json by 'registry/atom-gfx942:TAG', 'atom-gfx942:TAG' or a bare TAG (when only one arch
+    has it)."""
     repo, tag = split_image(ref)
     if repo and tag:
         file = REPORTS / repo.rsplit("/", 1)[-1] / tag / "report.json"
-        return json.loads(file.read_text()) if file.is_file() else None
+        return file if file.is_file() else None
     found = sorted(REPORTS.glob(f"*/{ref}/report.json"))
-    return json.loads(found[-1].read_text()) if found else None
+    return found[-1] if found else None
+
+
+def load(ref: str) -> dict | None:
+    file = find(ref)
+    return json.loads(file.read_text()) if file else None
+
+
+def html_page(report_json: Path) -> Path:
+    """The report.html beside a report.json; rendered from it (and its sbom.cdx.json) when a report written before
+    report.html existed has none."""
+    page = report_json.with_name("report.html")
+    if not page.is_file():
+        bom = report_json.with_name("sbom.cdx.json")
+        page.write_text(htmlpage.build_page(json.loads(report_json.read_text()),
+                                            json.loads(bom.read_text()) if bom.is_file() else None))
+    return page
 
 
 def markdown(data: dict) -> str:

@@ -89,6 +89,7 @@ def _ensure(ctx: Ctx, rec: BuildRecord, unit: Unit, labels: tuple[tuple[str, str
     remote registry, the registry is made to hold it (a manifest check, a push when missing), so another node
     finds every image this build used."""
     o, cli = ctx.plan.options, ctx.cli
+    start = time.monotonic()
     below = ctx.plan.below(unit)
     ask = functools.partial(reuse.decide, cli, unit, variant=ctx.plan.variant(unit), rebuild=ctx.rebuild,
                             below=reuse.Below(below.name, below.image) if below is not None else None)
@@ -102,7 +103,7 @@ def _ensure(ctx: Ctx, rec: BuildRecord, unit: Unit, labels: tuple[tuple[str, str
         if o.remote and how.startswith("found") and not engine.registry_has(cli, unit.image):
             engine.push(cli, unit.image)
             how += ", pushed (the registry lacked it)"
-        return UnitRecord(unit.name, unit.key, unit.image, decision.image_id, "reused", how)
+        return UnitRecord(unit.name, unit.key, unit.image, decision.image_id, "reused", how, seconds=time.monotonic() - start)
     image_id = buildx.build(build_spec(unit), o, labels=(*labels, *unit_labels(ctx, unit)), reproducible=_reproducible(rec),
                             containerd_store=_containerd_store(rec), attestations=attestations)
     how = "built"
@@ -114,7 +115,7 @@ def _ensure(ctx: Ctx, rec: BuildRecord, unit: Unit, labels: tuple[tuple[str, str
             engine.tag(cli, image_id, repo, latest)
             engine.push(cli, f"{repo}:{latest}")
         how = "built and pushed"
-    return UnitRecord(unit.name, unit.key, unit.image, image_id, "built", how, decision.changed)
+    return UnitRecord(unit.name, unit.key, unit.image, image_id, "built", how, decision.changed, time.monotonic() - start)
 
 
 def unit_labels(ctx: Ctx, unit: Unit) -> tuple[tuple[str, str], ...]:
@@ -323,9 +324,9 @@ def push(ctx: Ctx, rec: BuildRecord) -> Outcome:
 
 
 def push_report(ctx: Ctx, rec: BuildRecord) -> str:
-    """The build report as a two-file image (FROM scratch) tagged <release tag>.report beside the release."""
+    """The build report as a three-file image (FROM scratch) tagged <release tag>.report beside the release."""
     folder = reports.folder_for(ctx.plan, rec, failed=False)
-    (folder / "Dockerfile").write_text("FROM scratch\nCOPY report.json report.md /\n")
+    (folder / "Dockerfile").write_text("FROM scratch\nCOPY report.json report.md report.html /\n")
     try:
         spec = BuildSpec("report", folder / "Dockerfile", folder, None, (), f"{rec.release_ref}.report")
         buildx.build(spec, ctx.plan.options, reproducible=_reproducible(rec))
@@ -338,20 +339,37 @@ def push_report(ctx: Ctx, rec: BuildRecord) -> str:
 def report(ctx: Ctx, rec: BuildRecord) -> Outcome:
     """The report lists every step, itself included (written as it runs; its seconds are the writing's)."""
     itself = StepRecord("report", StepStatus.PASSED, 0.0, "this report")
-    folder = reports.write(ctx.plan, observe(ctx.cli, replace(rec, steps=(*rec.steps, itself))), failed=False)
+    folder = reports.write(ctx.plan, observe(ctx.cli, replace(rec, steps=(*rec.steps, itself)), ctx.plan.base_image),
+                           failed=False)
     return rec, StepStatus.PASSED, str(folder)
 
 
-def observe(cli, rec: BuildRecord) -> BuildRecord:
+def observe(cli, rec: BuildRecord, base: str | None = None) -> BuildRecord:
     """What the report says that only the engine and the clock know, into the record: the candidate's size,
     layers and labels (when there is a candidate and an engine), and the time the run ended."""
     image = None
     if rec.candidate_id and cli is not None:
         inspected = engine.inspect(cli, rec.candidate_id)
-        image = ImageSummary(inspected.get("Size"), tuple((inspected.get("RootFS") or {}).get("Layers", [])),
-                             dict((inspected.get("Config") or {}).get("Labels") or {}),
-                             tuple(engine.largest_layers(cli, rec.candidate_id)))
+        layers = tuple((inspected.get("RootFS") or {}).get("Layers", []))
+        largest = tuple(engine.largest_layers(cli, rec.candidate_id))
+        sizes = engine.layer_sizes(engine.history(cli, rec.candidate_id), list(layers))
+        image = ImageSummary(inspected.get("Size"), layers, dict((inspected.get("Config") or {}).get("Labels") or {}),
+                             largest, tuple(_owned(cli, rec, sizes, base)))
     return replace(rec, image=image, finished=time.monotonic())
+
+
+def _owned(cli, rec: BuildRecord, sizes: list[dict], base: str | None) -> list[dict]:
+    """Each layer named by the image that first holds it: the base image, or the unit (venv, atom-layer, clean,
+    candidate) whose layers the candidate's start with. Bottom first, so the layer at index i belongs to the
+    smallest of those images that has more than i layers."""
+    counts = [("base", len(engine.layers(cli, base)) if base and engine.image_id(cli, base) else 0)]
+    candidate = [s["digest"] for s in sizes]
+    for unit in rec.units:
+        own = engine.layers(cli, unit.image_id)
+        if own and own == candidate[:len(own)]:
+            counts.append((unit.name, len(own)))
+    counts.sort(key=lambda c: c[1])
+    return [{**s, "unit": next((n for n, k in counts if k > i), "candidate")} for i, s in enumerate(sizes)]
 
 
 def _tail(text: str, lines: int = 3) -> str:

@@ -30,7 +30,7 @@ def atom_build(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def flags_of(name: str) -> list[str]:
-    return [options.flag_name(a.name) for a in ns[name].get_arguments() if not a.positional]
+    return [options.flag_name(a.name.rstrip("_")) for a in ns[name].get_arguments() if not a.positional]  # invoke: open_ -> --open
 
 
 @pytest.mark.parametrize("name", TASKS)

@@ -116,7 +116,7 @@ def test_a_container_the_step_could_not_remove_is_removed_by_cleanup(plan, fake,
 def test_a_step_failing_after_the_tag_removes_the_release_tag(plan, fake, capsys):
     """The engine refuses the report step's question (the candidate's history): the release tag goes again."""
     fake.refuse("api.history", docker.errors.APIError("history: the engine is shutting down"))
-    with pytest.raises(StepFailed, match="refused largest_layers"):
+    with pytest.raises(StepFailed, match="refused history"):
         pipeline.run(plan, fake, BUILD)
     assert fake.tags(plan.release_repo) == [failed_tag(plan)]
     assert f"removed the release tag {RELEASE}" in capsys.readouterr().err
