@@ -257,8 +257,28 @@ def verify(c, ref, profile=None, set=None, ca_bundle=None, progress=None, json_=
     commands.verify(ref, _request(c, locals()), as_json=json_)
 
 
+@cli_task(iterable=("check", "set"), component="aiter or atom", good="a commit (or branch, tag) where the checks hold",
+          bad="a later commit where they do not", check="what bad means (repeatable): patch:NAME, a validation check "
+          "(gemm-hipblaslt, moe-triton, ...) or import; default: the patches and the validation checks that need no "
+          "image", json="print the result as JSON", report="write bisect.json and bisect.md to this folder",
+          device="cpu or cuda for the validation checks (default: validation's own choice)",
+          first_parent="follow first parents only (the default)", all_parents="test commits of merged branches too",
+          image="each step a real image build (not implemented yet: exit 2)",
+          arch="gfx942 or gfx950: the arch the validation checks validate (needed with them)")
+def bisect(c, component, good, bad, check=None, arch=None, profile=None, set=None, device=None, json_=False,  # noqa: A002
+           report=None, first_parent=False, all_parents=False, image=False, debug=False):
+    """Find the upstream commit that broke a patch, a validation check or ATOM's imports (git bisect, no image)."""
+    from cleanbuild.bisect.command import bisect_command
+
+    if first_parent and all_parents:
+        raise Exit("error: --first-parent and --all-parents failed because they contradict. To fix, pass one.", code=2)
+    return bisect_command(_request(c, locals()), component, good, bad, tuple(check or ()), as_json=json_,
+                          report_dir=Path(report) if report else None, first_parent=not all_parents, image=image)
+
+
 ns = Collection(arch, plan, wheels, clean, patch, smoke, tag, build_clean, promote, report, pins, lock, audit)
 ns.add_task(verify)
+ns.add_task(bisect)
 ns.configure({"cleanbuild": {}})
 
 if __name__ == "__main__":  # pragma: no cover - `python tasks.py` is not how this is run
