@@ -109,7 +109,8 @@ def _validation(setup: Setup, names: list[str], root: Path, drift: list[str]) ->
 
 def _validation_finding(check: dict) -> Finding:
     state = BAD if check["status"] == "failed" else GOOD
-    return Finding(check["name"], state, f"{check['name']}: {check['status']}: {check['reason']}", check["status"])
+    reason = check["reason"].removeprefix(f"{check['status']}: ")  # validation's reason may start with its status
+    return Finding(check["name"], state, f"{check['name']}: {check['status']}: {reason}", check["status"])
 
 
 def _imports(setup: Setup, root: Path) -> Finding:
