@@ -213,3 +213,30 @@ def test_real_aiter_range_where_every_patch_holds(clones, capsys):
     code, data = run_json(capsys, real(clones), "aiter", AITER_GOOD, AITER_BAD, names)
     assert (code, data["first_bad"], data["check_runs"]) == (1, None, 2)
     assert data["summary"].startswith("every check holds at --bad")
+
+
+def test_ctrl_c_exits_130_and_leaves_no_bisect_state(tmp_path):
+    """Ctrl-C reaches the whole foreground group (invoke, git bisect run, the step): exit 130, temp folder gone."""
+    import os
+    import signal
+    import sys
+    import time
+
+    from tests.support.upstream import REPO_ROOT
+
+    repo, shas = history(tmp_path, [{"aiter/jit/core.py": JIT_FIXED}, *[{} for _ in range(30)], {"aiter/jit/core.py": JIT_EXITS}])
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    argv = [sys.executable, "-m", "invoke", "bisect", "aiter", "--good", shas[0], "--bad", shas[-1], "--profile",
+            "offline", "--set", f"components.aiter.repo={repo}", "--check", "patch:jit-core-runtime-error"]
+    proc = subprocess.Popen(argv, cwd=REPO_ROOT, env={**os.environ, "TMPDIR": str(temp), "PYTHONPATH": str(REPO_ROOT)},  # noqa: S603
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not list(temp.glob("cleanbuild-bisect-*/bisect.git/BISECT_START")) and proc.poll() is None:
+        assert time.monotonic() < deadline, "git bisect never started"
+        time.sleep(0.05)
+    assert proc.poll() is None, proc.communicate()[1].decode()
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err.decode()
+    assert list(temp.iterdir()) == []
