@@ -144,6 +144,24 @@ def verify(c, request: Request, ref, json=False):
     commands.verify(ref, request, as_json=json)
 
 
+@cli_task(common=("arch", "profile", "set", "device", "mirror"), iterable=("check",),
+          component="aiter or atom", good="a commit (or branch, tag) where the checks hold",
+          bad="a later commit where they do not", check="what bad means (repeatable): patch:NAME, a validation check "
+          "(gemm-hipblaslt, moe-triton, ...) or import; default: the patches and the validation checks that need no "
+          "image", report="write bisect.json and bisect.md to this folder",
+          all_parents="test commits of merged branches too (default: first-parent history)",
+          image="each step a real image build (not implemented yet: exit 2)",
+          arch="gfx942 or gfx950: the arch the validation checks validate (needed with them)")
+def bisect(c, request: Request, component, good=None, bad=None, check=None, report=None, all_parents=False,
+           image=False, json=False):
+    """Find the upstream commit that broke a patch, a validation check or ATOM's imports (git bisect, no image)."""
+    from .bisect.command import bisect_command
+
+    return bisect_command(request, component, good, bad, tuple(check or ()), as_json=json,
+                          report_dir=Path(report) if report else None, first_parent=not all_parents, image=image)
+
+
 ns = Collection(arch, plan, wheels, clean, patch, smoke, tag, build_clean, promote, validate, report, pins, lock, audit)
 ns.add_task(verify)
+ns.add_task(bisect)
 ns.configure({"cleanbuild": {}})

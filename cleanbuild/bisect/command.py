@@ -1,0 +1,53 @@
+"""`invoke bisect`'s one function: inputs checked at the edge, the search, the report; returns the exit code."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from ..errors import UsageError
+from ..request import Request
+from . import checks as checking
+from . import report
+from .search import bisect
+
+
+def bisect_command(request: Request, component: str, good: str | None, bad: str | None, names: tuple[str, ...], *,
+                   as_json: bool = False, report_dir: Path | None = None, first_parent: bool = True,
+                   image: bool = False) -> int:
+    """0 found, 1 every commit good (or no commit, or undecided); errors raise (2, 3, 130)."""
+    if image:
+        raise UsageError("bisect --image failed because bisecting through image builds is not implemented yet. "
+                         "To fix, drop --image: each step then checks the commit's source tree.")
+    if not good or not bad:
+        raise UsageError("bisect failed because it needs both ends of the range. To fix, pass --good REF and --bad REF.")
+    comp = checking.component(component)
+    chosen = checking.parse(comp, names)
+    if report_dir is not None:
+        writable(report_dir)
+    archs = [a.value for a in request.arch]
+    if len(archs) > 1:
+        raise UsageError("bisect --arch failed because it takes one arch. To fix, pass --arch gfx942 or gfx950.")
+    if not archs and any(c.kind == checking.VALIDATION for c in chosen):
+        raise UsageError(f"bisect failed because the validation checks ({', '.join(c.name for c in chosen if c.kind == checking.VALIDATION)}) "
+                         "need the arch they validate. To fix, pass --arch gfx942 or gfx950 (or --check only "
+                         "patch:<name> and import).")
+    outcome = bisect(request.profile, comp, good, bad, chosen, arch=archs[0] if archs else None,
+                     device=request.device, first_parent=first_parent)
+    data = report.to_dict(outcome)
+    if report_dir is not None:
+        report.write(data, report_dir)
+        print(f"report: {report_dir}/bisect.json, bisect.md", file=sys.stderr)
+    report.render(data, as_json=as_json)
+    return outcome.exit_code
+
+
+def writable(folder: Path) -> None:
+    """--report DIR: a folder (or one this user can create) this user can write, checked before any step runs."""
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"--report {folder} failed because it is a file. To fix, name a folder.")
+    existing = next(p for p in [folder.absolute(), *folder.absolute().parents] if p.exists())
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"--report {folder} failed because {existing} is not a writable folder. To fix, name a "
+                         "folder this user can write.")

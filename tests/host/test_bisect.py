@@ -1,0 +1,242 @@
+"""`invoke bisect`: git bisect over source trees names the commit that broke a check, in few check runs.
+
+On hand-made repositories whose commits the tests write (an aiter-like dispatcher one commit reroutes to torch, a
+jit/core.py one commit turns back to SystemExit), and on the real aiter and ATOM histories in shared/upstream,
+cloned (objects shared, never written) into a temporary folder.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from cleanbuild.bisect import checks as checking
+from cleanbuild.bisect.command import bisect_command
+from cleanbuild.errors import UsageError
+from cleanbuild.settings import resolve
+from tests.support.gitrepos import commit_all, git
+
+FIXTURES = Path(__file__).parents[1] / "validation" / "fixtures"
+JIT_FIXED = b'''def build_module(name):
+    try:
+        compile_it(name)
+    except Exception as e:
+        raise RuntimeError(f"failed to build {name}") from e
+'''
+JIT_EXITS = JIT_FIXED.replace(b'raise RuntimeError(f"failed to build {name}") from e',
+                              b'raise SystemExit(f"failed to build {name}")')
+# Real ATOM main: 9efc2c12 "Eplb v2 mega (#1691)" imports aiter.ops.flydsl.kernels.mega_moe, which aiter at the
+# profiles' pin (79366eb8) lacks; c2d40e2d is 8 first-parent commits before e9f70aaf.
+ATOM_GOOD, ATOM_BAD = "c2d40e2dd2c6b35e96fe33a60ef3e74a0a3da29c", "e9f70aafaf9e038a922ee6908e0142454831e26d"
+ATOM_BREAK = "9efc2c122faf53d62ede42f9c2f4e381895cd9e7"
+# Real aiter main, 044f906a (2026-07-28) .. d4fe3178 (2026-07-31): every patch's outcome is the same throughout.
+AITER_GOOD, AITER_BAD = "044f906a8d", "d4fe317848"
+
+
+def request(repo: Path | None = None, *, arch: str | None = None, **sets: str):
+    pairs = [f"components.aiter.repo={repo}"] if repo else []
+    pairs += [f"{k}={v}" for k, v in sets.items()]
+    return resolve({"profile": "offline", "set": pairs, "arch": arch, "device": "cpu"}, None)
+
+
+def tuned_gemm(name: str) -> str:
+    # The validation fixtures plus the module-level logger the no-asm-gemm-gfx950 patch needs (aiter has one).
+    text = (FIXTURES / f"{name}.py.txt").read_text()
+    return text.replace("from aiter import gemm_a16w16_asm, hipb_mm", "from aiter import gemm_a16w16_asm, hipb_mm, logger")
+
+
+def history(tmp_path: Path, files_by_commit: list[dict[str, str | bytes]]) -> tuple[Path, list[str]]:
+    """A repository with one commit per entry (each writes its files); returns it and the SHAs, oldest first."""
+    repo = tmp_path / "fake-aiter"
+    (repo / "aiter" / "configs").mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    shas = []
+    for index, files in enumerate(files_by_commit):
+        for path, data in {**files, "aiter/configs/NOTES": f"commit {index}\n"}.items():
+            (repo / path).parent.mkdir(parents=True, exist_ok=True)
+            (repo / path).write_bytes(data if isinstance(data, bytes) else data.encode())
+        shas.append(commit_all(repo, f"commit {index} (#{1000 + index})"))
+    return repo, shas
+
+
+def run_json(capsys, *args, **kwargs) -> tuple[int, dict]:
+    code = bisect_command(*args, as_json=True, **kwargs)
+    return code, json.loads(capsys.readouterr().out)
+
+
+# --- hand-made histories ------------------------------------------------------------------------------------
+
+
+def test_names_the_commit_that_reroutes_the_dispatcher_to_torch(tmp_path, capsys):
+    commits = [{"aiter/tuned_gemm.py": tuned_gemm("tuned_gemm_honest")}, {}, {},
+               {"aiter/tuned_gemm.py": tuned_gemm("tuned_gemm_reroutes_to_torch")}, {}, {}]
+    repo, shas = history(tmp_path, commits)
+    code, data = run_json(capsys, request(repo, arch="gfx942"), "aiter", shas[0], shas[-1], ("gemm-hipblaslt",))
+    assert (code, data["first_bad"]["sha"]) == (0, shas[3])
+    assert data["first_bad"]["pull_request"] == 1003
+    assert data["at_first_bad"][0].startswith("gemm-hipblaslt: failed: untuned bfloat16 M=4099 N=4097 K=4096: "
+                                              "reached torch")
+    assert data["at_parent"][0].startswith("gemm-hipblaslt: passed")
+    assert data["check_runs"] <= math.ceil(math.log2(len(shas) - 1)) + 2
+
+
+def test_names_the_commit_whose_patch_outcome_changes(tmp_path, capsys):
+    commits = [{"aiter/jit/core.py": JIT_FIXED}, {}, {}, {}, {"aiter/jit/core.py": JIT_EXITS}, {}, {}, {}, {}]
+    repo, shas = history(tmp_path, commits)
+    code, data = run_json(capsys, request(repo), "aiter", shas[0], shas[-1], ("patch:jit-core-runtime-error",))
+    assert (code, data["first_bad"]["sha"]) == (0, shas[4])
+    assert data["at_first_bad"][0].startswith("patch:jit-core-runtime-error: applied, not upstream-fixed as at --good")
+    assert data["at_parent"][0].startswith("patch:jit-core-runtime-error: upstream-fixed")
+    assert data["check_runs"] <= math.ceil(math.log2(len(shas) - 1)) + 2
+
+
+def test_every_commit_good_is_exit_1_and_leaves_nothing_behind(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    repo, shas = history(tmp_path, [{"aiter/jit/core.py": JIT_FIXED}, {}, {}])
+    before = git(repo, "for-each-ref")
+    code, data = run_json(capsys, request(repo), "aiter", shas[0], shas[-1], ("patch:jit-core-runtime-error",))
+    assert (code, data["first_bad"], data["check_runs"]) == (1, None, 2)
+    assert git(repo, "for-each-ref") == before  # no refs/bisect/*, no new branch
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_an_empty_range_is_exit_1_without_a_check_run(tmp_path, capsys):
+    repo, shas = history(tmp_path, [{"aiter/jit/core.py": JIT_FIXED}])
+    code, data = run_json(capsys, request(repo), "aiter", shas[0], shas[0], ("patch:jit-core-runtime-error",))
+    assert (code, data["commits"], data["check_runs"]) == (1, 0, 0)
+
+
+def test_report_folder_gets_json_and_markdown(tmp_path, capsys):
+    repo, shas = history(tmp_path, [{"aiter/jit/core.py": JIT_FIXED}, {"aiter/jit/core.py": JIT_EXITS}])
+    out = tmp_path / "report"
+    code = bisect_command(request(repo), "aiter", shas[0], shas[1], ("patch:jit-core-runtime-error",), report_dir=out)
+    assert code == 0
+    assert json.loads((out / "bisect.json").read_text())["first_bad"]["sha"] == shas[1]
+    assert f"first bad commit: `{shas[1]}`" in (out / "bisect.md").read_text()
+    assert f"first bad commit: {shas[1]}" in capsys.readouterr().out
+
+
+# --- bad input: exit 2, before any check runs -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("component", "names", "says"), [
+    ("mori", (), "not a component bisect knows"),
+    ("aiter", ("patch:atom-ck-free-triton-gemm",), "aiter has no such patch"),
+    ("aiter", ("gemm-ck",), "not implemented yet"),
+    ("aiter", ("gemm-nothing",), "no check has that name"),
+    ("atom", ("gemm-hipblaslt",), "bisect aiter for it"),
+])
+def test_unknown_component_or_check(component, names, says):
+    with pytest.raises(UsageError, match=says) as info:
+        bisect_command(request(), component, "main", "main", names)
+    assert info.value.exit_code == 2
+
+
+def test_validation_checks_need_an_arch(tmp_path):
+    repo, shas = history(tmp_path, [{}])
+    with pytest.raises(UsageError, match="pass --arch gfx942 or gfx950"):
+        bisect_command(request(repo), "aiter", shas[0], shas[0], ())
+
+
+def test_image_is_refused_in_one_line():
+    with pytest.raises(UsageError, match="not implemented yet"):
+        bisect_command(request(), "aiter", "main", "main", (), image=True)
+
+
+def test_a_ref_not_in_the_repository(tmp_path):
+    repo, shas = history(tmp_path, [{}])
+    with pytest.raises(UsageError, match="--good nosuchbranch failed because it is not a commit"):
+        bisect_command(request(repo), "aiter", "nosuchbranch", shas[0], ("patch:jit-core-runtime-error",))
+
+
+def test_good_must_be_an_ancestor_of_bad(tmp_path):
+    repo, shas = history(tmp_path, [{}, {}])
+    with pytest.raises(UsageError, match="not an ancestor of --bad"):
+        bisect_command(request(repo), "aiter", shas[1], shas[0], ("patch:jit-core-runtime-error",))
+
+
+def test_good_that_already_fails_is_bad_input(tmp_path):
+    repo, shas = history(tmp_path, [{"aiter/tuned_gemm.py": "def broken(:\n"}, {}])
+    with pytest.raises(UsageError, match="--good .* is not good already: patch:tuned-gemm-hipblaslt: drifted"):
+        bisect_command(request(repo), "aiter", shas[0], shas[1], ("patch:tuned-gemm-hipblaslt",))
+
+
+def test_unwritable_report_folder_is_refused_before_starting(tmp_path):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(UsageError, match="is a file"):
+        bisect_command(request(), "aiter", "main", "main", ("import",), report_dir=tmp_path / "file")
+
+
+def test_patch_owners_match_the_catalog():
+    from patches.catalog import PATCHES
+
+    owners = {p.name: p.target.split("/")[0] for p in PATCHES}
+    assert owners == checking.PATCHES
+
+
+# --- the real histories ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def clones(tmp_path_factory) -> dict[str, Path]:
+    """Bare clones of the real repositories that borrow their objects: the shared copies are only read."""
+    from tests.support.upstream import upstream_dir
+
+    folder, made = tmp_path_factory.mktemp("upstream"), {}
+    for name in ("aiter", "atom"):
+        made[name] = folder / f"{name}.git"
+        subprocess.run(["git", "-c", "safe.directory=*", "clone", "-q", "--bare", "--shared",  # noqa: S603,S607
+                        str(upstream_dir() / f"{name}.git"), str(made[name])], check=True)
+    return made
+
+
+def real(clones: dict[str, Path]):
+    return resolve({"profile": "offline", "set": [f"components.{n}.repo={p}" for n, p in clones.items()]}, None)
+
+
+def test_real_atom_commit_that_imports_what_the_aiter_pin_lacks(clones, capsys):
+    code, data = run_json(capsys, real(clones), "atom", ATOM_GOOD, ATOM_BAD, ("import",))
+    assert (code, data["first_bad"]["sha"], data["first_bad"]["pull_request"]) == (0, ATOM_BREAK, 1691)
+    assert "aiter.ops.flydsl.kernels.mega_moe" in data["at_first_bad"][0]
+    assert data["at_parent"][0].startswith("import: all ")
+    assert data["check_runs"] <= math.ceil(math.log2(data["commits"])) + 2
+
+
+def test_real_aiter_range_where_every_patch_holds(clones, capsys):
+    names = tuple(f"patch:{p}" for p, owner in checking.PATCHES.items() if owner == "aiter")
+    code, data = run_json(capsys, real(clones), "aiter", AITER_GOOD, AITER_BAD, names)
+    assert (code, data["first_bad"], data["check_runs"]) == (1, None, 2)
+    assert data["summary"].startswith("every check holds at --bad")
+
+
+def test_ctrl_c_exits_130_and_leaves_no_bisect_state(tmp_path):
+    """Ctrl-C reaches the whole foreground group (invoke, git bisect run, the step): exit 130, temp folder gone."""
+    import os
+    import signal
+    import sys
+    import time
+
+    from tests.support.upstream import REPO_ROOT
+
+    repo, shas = history(tmp_path, [{"aiter/jit/core.py": JIT_FIXED}, *[{} for _ in range(30)], {"aiter/jit/core.py": JIT_EXITS}])
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    argv = [sys.executable, "-m", "invoke", "bisect", "aiter", "--good", shas[0], "--bad", shas[-1], "--profile",
+            "offline", "--set", f"components.aiter.repo={repo}", "--check", "patch:jit-core-runtime-error"]
+    proc = subprocess.Popen(argv, cwd=REPO_ROOT, env={**os.environ, "TMPDIR": str(temp), "PYTHONPATH": str(REPO_ROOT)},  # noqa: S603
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not list(temp.glob("cleanbuild-bisect-*/bisect.git/BISECT_START")) and proc.poll() is None:
+        assert time.monotonic() < deadline, "git bisect never started"
+        time.sleep(0.05)
+    assert proc.poll() is None, proc.communicate()[1].decode()
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err.decode()
+    assert list(temp.iterdir()) == []
