@@ -30,7 +30,7 @@ def tasks_table() -> str:
         task = ns[name]
         summary = (inspect.getdoc(task) or "").splitlines()[0]
         args = task.get_arguments()
-        flags = [f"`{a.name.upper()}`" if a.positional else f"`{flag_name(a.name)}`" for a in args]
+        flags = [f"`{a.name.upper()}`" if a.positional else f"`{flag_name(a.name.rstrip('_'))}`" for a in args]
         positional = [f for f, a in zip(flags, args, strict=True) if a.positional]
         rest = sorted(f for f, a in zip(flags, args, strict=True) if not a.positional)
         rows.append(f"| `{name}` | {_cell(summary)} | {' '.join([*positional, *rest])} |")
