@@ -18,6 +18,7 @@ from .images import buildx, pipeline, report, srcplan, steps
 from .images.components import changed
 from .images.plan import Plan, build_spec, commands, make_plan
 from .images.record import BuildRecord
+from .outputs import output_folder
 from .refs import image_ref, parse_image, split_image
 from .run import quote, run
 from .settings import Request
@@ -123,6 +124,8 @@ def _dry_run(todo: list[Plan], step: str) -> bool:
 
 
 def wheels(request: Request, *, export: Path | None, rebuild: bool, dry_run: bool) -> None:
+    if export:
+        output_folder(export, "--export", empty=True)  # before the build, not after it
     todo = plans(request)
     if dry_run and _dry_run(todo, "wheels"):
         return

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .boundary import guarded
 from .commands import validate
+from .outputs import output_file
 from .settings import Request, resolve, site_file
 from .spec import REPO_ROOT
 
@@ -28,7 +29,8 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
 def main(argv: list[str] | None = None) -> int:
     """argparse's usage errors exit 2 on their own; everything after parsing goes through the one boundary."""
     args, rest = parse(sys.argv[1:] if argv is None else argv)
-    return guarded(lambda: validate(args.image, _request(args), rest=tuple(rest), dest=args.json),
+    return guarded(lambda: validate(args.image, _request(args), rest=tuple(rest),
+                                    dest=output_file(args.json, "--json") if args.json else None),
                    debug=args.debug, report=lambda error: print(f"error: {error}", file=sys.stderr))
 
 
