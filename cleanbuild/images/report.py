@@ -9,7 +9,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ..refs import split_image
+from ..refs import name_or_tag, split_image
 from ..spec import REPO_ROOT
 from . import sbom, srcplan
 from .plan import Plan
@@ -129,8 +129,9 @@ def write_data(folder: Path, data: dict, files: dict[str, dict] | None = None) -
 
 
 def load(ref: str) -> dict | None:
-    """A report by 'registry/atom-gfx942:TAG', 'atom-gfx942:TAG' or a bare TAG (when only one arch has it)."""
-    repo, tag = split_image(ref)
+    """A report by 'registry/atom-gfx942:TAG', 'atom-gfx942:TAG' or a bare TAG (when only one arch has it).
+    The name becomes a path under reports/: checked against the reference grammar first (UsageError, exit 2)."""
+    repo, tag = split_image(name_or_tag(ref, "report REF"))
     if repo and tag:
         file = REPORTS / repo.rsplit("/", 1)[-1] / tag / "report.json"
         return json.loads(file.read_text()) if file.is_file() else None
