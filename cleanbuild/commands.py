@@ -42,6 +42,16 @@ def print_rows(title: str, rows: Mapping[str, object]) -> None:
     console.print(key_values(title, list(rows.items())))
 
 
+def check_sources(request: Request) -> None:
+    """What a build reads from git, checked before its first effect, for the build and its --dry-run alike: every
+    git pin's repository exists (or answers) and holds its ref (cleanbuild.upstream.gitrepo.check_ref)."""
+    from .upstream.gitrepo import check_ref
+
+    for comp in request.profile.components:
+        if comp.source == "git":
+            check_ref(str(comp.get("repo")), str(comp.get("ref")), f"components.{comp.name}.ref")
+
+
 def plans(request: Request) -> list[Plan]:
     """One plan per arch (detected on the host when none was given); preparation is a step, after preflight."""
     profile = request.profile
@@ -126,6 +136,7 @@ def _dry_run(todo: list[Plan], step: str) -> bool:
 def wheels(request: Request, *, export: Path | None, rebuild: bool, dry_run: bool) -> None:
     if export:
         output_folder(export, "--export", empty=True)  # before the build, not after it
+    check_sources(request)
     todo = plans(request)
     if dry_run and _dry_run(todo, "wheels"):
         return
@@ -138,6 +149,7 @@ def wheels(request: Request, *, export: Path | None, rebuild: bool, dry_run: boo
 
 
 def clean(request: Request, *, dry_run: bool) -> None:
+    check_sources(request)
     todo = plans(request)
     if dry_run and _dry_run(todo, "clean"):
         return
@@ -149,6 +161,7 @@ def clean(request: Request, *, dry_run: bool) -> None:
 
 
 def build_clean(request: Request, *, dry_run: bool) -> list[BuildRecord]:
+    check_sources(request)  # what the build would refuse, its dry run refuses too
     if dry_run:
         show_plan(request, as_json=False)
         return []
@@ -338,11 +351,11 @@ def print_report(ref: str) -> None:
 def pins(request: Request, *, as_json: bool, bump: str | None, to: str | None, dry_run: bool) -> int:
     from .upstream import pins as pinning
 
-    if not bump and (to is not None or dry_run):
+    if bump is None and (to is not None or dry_run):
         flag = "--to" if to is not None else "--dry-run"
         raise UsageError(f"{flag} only means something with --bump. To fix, add --bump COMPONENT (or drop {flag}).")
     profile = request.profile
-    if bump:
+    if bump is not None:  # `--bump ''` is a bump of nothing: refused there, never a plain check
         result = pinning.bump(profile, bump, to, dry_run=dry_run, relock=request.overrides)
         if as_json:
             print(json.dumps(result.__dict__, indent=2))

@@ -23,7 +23,7 @@ from .errors import UsageError
 from .gpuhost.arch import Arch
 from .gpuhost.gpu import parse_gpus
 from .images.tag import today
-from .refs import git_ref, git_remote, image_ref
+from .refs import git_ref, git_remote, image_ref, port_in_range
 from .spec import REPO_ROOT, Options
 from .upstream.profiles import Profile, load, parse_sets, table
 
@@ -273,6 +273,9 @@ def _cache_dir(value: Given) -> Path:
 
 def _registry(value: Given) -> str:
     text = str(value.value)
+    if REGISTRY.match(text) and not port_in_range(text.split("/", 1)[0]):
+        raise UsageError(f"{value.where} {text!r} names a port outside 1-65535. To fix, correct {value.where} "
+                         "(e.g. localhost:5000/atom-build).")
     if not REGISTRY.match(text):
         raise UsageError(f"{value.where} {text!r} is not a valid image repository prefix (host[:port]/path, lower "
                          f"case). To fix, correct {value.where}.")

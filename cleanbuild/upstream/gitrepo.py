@@ -182,6 +182,22 @@ class Repo:
 
 
 
+def check_ref(url: str, ref: str, what: str) -> None:
+    """The ref a build checks out is in its repository, asked before any effect (by the build and its dry run
+    alike). A local repository must exist and resolve it; a URL must answer (exit 3), and a branch or tag must be
+    one it advertises. A full commit SHA on a URL is taken as pinned: only a fetch (an effect) proves it, which
+    `invoke pins` does."""
+    repo = Repo(url)  # a path that is no repository: UsageError
+    if is_url(url):
+        heads = repo.heads()
+        if SHA.match(ref) or {ref, f"refs/heads/{ref}", f"refs/tags/{ref}"} & set(heads):
+            return
+    elif repo.resolve(ref) is not None:
+        return
+    raise UsageError(f"{what} {ref!r} is not a commit, branch or tag of {url}. To fix, pin a commit of that "
+                     "repository (`invoke pins` lists the pins and what is wrong with them).")
+
+
 def reason(stderr: str) -> str:
     """git's own reason in one line: its first fatal:/error: line (what follows is advice, such as 'Could not read
     from remote repository'), else its last line."""
