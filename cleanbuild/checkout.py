@@ -24,7 +24,6 @@ from pathlib import Path, PurePosixPath
 
 from .errors import UsageError
 from .run import run
-from .upstream.gitrepo import reason
 
 # component -> (package folder, the file that marks its checkout)
 COMPONENTS = {"aiter": ("aiter", "setup.py"), "atom": ("atom", "pyproject.toml")}
@@ -126,6 +125,9 @@ def _git(path: Path, *args: str, env: Mapping[str, str] | None = None, check: bo
     result = run(["git", "-c", "safe.directory=*", "-C", str(path), *args], check=False, capture=True, echo=False,
                  env=env, timeout=600)
     if check and result.returncode != 0:
+        # imported here: gitrepo's imports lead back to this module
+        from .upstream.gitrepo import reason
+
         why = reason(result.stderr) or "no output"
         raise UsageError(f"git {args[0]} failed in {path} because {why}. To fix, check the checkout with `git status`.")
     return result.stdout
