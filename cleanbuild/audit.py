@@ -21,6 +21,7 @@ from . import engine, htmlpage
 from .errors import EnvironmentProblem, StepFailed, UsageError
 from .gpuhost.arch import Arch
 from .images import attest, sbom
+from .outputs import output_folder
 from .settings import new_run_id
 from .spec import REPO_ROOT, RunSpec
 
@@ -83,6 +84,8 @@ def audit(image: str, *, arch: Arch | None, model: str | None, tp: tuple[int | s
           device: bool, cli=None) -> AuditResult:
     """Audit IMAGE as it is: 0 findings PRESENT -> exit_code 0, else 1. Bad input raises before any container."""
     inputs = check_inputs(arch, model, tp)
+    if report_dir is not None:
+        output_folder(report_dir, "--report")
     start = time.monotonic()
     cli = cli or engine.client()
     image_ref = engine.image_id(cli, image)

@@ -69,11 +69,16 @@ def translate(exc: BaseException) -> CleanBuildError | None:
     return None
 
 
+def os_fix(errno_: int | None) -> tuple[type[CleanBuildError], str]:
+    """The exit class and the hint for an OSError's errno (the same table for a write refused early or late)."""
+    return _OS_FIXES.get(errno_ or 0, (EnvironmentProblem, "check the file system and the permissions"))
+
+
 def _os_error(exc: OSError) -> CleanBuildError:
     if isinstance(exc, StdoutFailed):
         return EnvironmentProblem(f"writing to standard output failed because {exc.strerror or exc}. To fix, send "
                                   "the output to a file or a device with space (or a pipe that stays open).")
-    kind, fix = _OS_FIXES.get(exc.errno or 0, (EnvironmentProblem, "check the file system and the permissions"))
+    kind, fix = os_fix(exc.errno)
     where = exc.filename if exc.filename is not None else "a file"
     also = f" (and {exc.filename2})" if getattr(exc, "filename2", None) else ""
     return kind(f"reading or writing {where}{also} failed because {exc.strerror or exc}. To fix, {fix}.")

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from .errors import UsageError
-from .run import run
+from .run import git_reason, run
 
 # component -> (package folder, the file that marks its checkout)
 COMPONENTS = {"aiter": ("aiter", "setup.py"), "atom": ("atom", "pyproject.toml")}
@@ -125,7 +125,7 @@ def _git(path: Path, *args: str, env: Mapping[str, str] | None = None, check: bo
     result = run(["git", "-c", "safe.directory=*", "-C", str(path), *args], check=False, capture=True, echo=False,
                  env=env, timeout=600)
     if check and result.returncode != 0:
-        why = (result.stderr.strip().splitlines() or ["no output"])[-1]
+        why = git_reason(result.stderr) or "no output"
         raise UsageError(f"git {args[0]} failed in {path} because {why}. To fix, check the checkout with `git status`.")
     return result.stdout
 

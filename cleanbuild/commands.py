@@ -17,6 +17,7 @@ from .gpuhost.arch import Arch, host_runner, resolve
 from .images import buildx, pipeline, report, reuse, srcplan, steps
 from .images.plan import Plan, build_spec, commands, make_plan
 from .images.record import BuildRecord
+from .outputs import output_folder
 from .refs import image_ref, parse_image, split_image
 from .run import quote, run
 from .settings import Request
@@ -39,6 +40,16 @@ def arch_info(arch: Arch | None) -> dict:
 
 def print_rows(title: str, rows: Mapping[str, object]) -> None:
     console.print(key_values(title, list(rows.items())))
+
+
+def check_sources(request: Request) -> None:
+    """What a build reads from git, checked before its first effect, for the build and its --dry-run alike: every
+    git pin's repository exists (or answers) and holds its ref (cleanbuild.upstream.gitrepo.check_ref)."""
+    from .upstream.gitrepo import check_ref
+
+    for comp in request.profile.components:
+        if comp.source == "git":
+            check_ref(str(comp.get("repo")), str(comp.get("ref")), f"components.{comp.name}.ref")
 
 
 def plans(request: Request) -> list[Plan]:
@@ -109,6 +120,9 @@ def _dry_run(todo: list[Plan], step: str) -> bool:
 
 
 def wheels(request: Request, *, export: Path | None, rebuild: bool, dry_run: bool) -> None:
+    if export:
+        output_folder(export, "--export", empty=True)  # before the build, not after it
+    check_sources(request)
     todo = plans(request)
     if dry_run and _dry_run(todo, "wheels"):
         return
@@ -121,6 +135,7 @@ def wheels(request: Request, *, export: Path | None, rebuild: bool, dry_run: boo
 
 
 def clean(request: Request, *, dry_run: bool) -> None:
+    check_sources(request)
     todo = plans(request)
     if dry_run and _dry_run(todo, "clean"):
         return
@@ -132,6 +147,7 @@ def clean(request: Request, *, dry_run: bool) -> None:
 
 
 def build_clean(request: Request, *, dry_run: bool) -> list[BuildRecord]:
+    check_sources(request)  # what the build would refuse, its dry run refuses too
     if dry_run:
         show_plan(request, as_json=False)
         return []
@@ -331,12 +347,12 @@ def print_report(ref: str, *, html: bool = False, open_page: bool = False) -> No
 def pins(request: Request, *, as_json: bool, bump: str | None, to: str | None, dry_run: bool) -> int:
     from .upstream import pins as pinning
 
-    if not bump and (to is not None or dry_run):
+    if bump is None and (to is not None or dry_run):
         flag = "--to" if to is not None else "--dry-run"
         raise UsageError(f"{flag} only means something with --bump. To fix, add --bump COMPONENT (or drop {flag}).")
     profile = request.profile
     mirror.require_reachable(profile)
-    if bump:
+    if bump is not None:  # `--bump ''` is a bump of nothing: refused there, never a plain check
         result = pinning.bump(profile, bump, to, dry_run=dry_run, relock=request.overrides)
         if as_json:
             print(json.dumps(result.__dict__, indent=2))

@@ -22,6 +22,7 @@ from typing import Any
 
 from .errors import UsageError
 from .gpuhost.gpu import parse_gpus
+from .refs import port_in_range
 from .spec import REPO_ROOT
 from .upstream import mirror as mirrors
 
@@ -111,6 +112,9 @@ def _cache_dir(value: Given) -> Path:
 
 def _registry(value: Given) -> str:
     text = str(value.value)
+    if REGISTRY.match(text) and not port_in_range(text.split("/", 1)[0]):
+        raise UsageError(f"{value.where} {text!r} names a port outside 1-65535. To fix, correct {value.where} "
+                         "(e.g. localhost:5000/atom-build).")
     if not REGISTRY.match(text):
         raise UsageError(f"{value.where} {text!r} is not a valid image repository prefix (host[:port]/path, lower "
                          f"case). To fix, correct {value.where}.")

@@ -25,6 +25,7 @@ _IMAGE = re.compile(r"^(?:(?:localhost|[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)+)(?::[0-
                     r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
                     r"(?:@sha256:[0-9a-f]{64})?$")
 _IMAGE_ID = re.compile(r"^(?:sha256:)?[0-9a-f]{12,64}$")
+_TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")  # Docker's tag grammar: never '/', never '..' first
 
 
 def git_ref(text: str, what: str) -> str:
@@ -62,10 +63,36 @@ def git_remote(text: str, what: str) -> str:
 def image_ref(text: str, what: str) -> str:
     """A Docker image reference (name[:tag][@sha256:digest]) or an image ID, checked before any engine call."""
     value = str(text)
-    if not (_IMAGE.match(value) or _IMAGE_ID.match(value)) or len(value) > 255:
+    if not (_IMAGE.match(value) or _IMAGE_ID.match(value)) or len(value) > 255 or not port_in_range(_host(value)):
         raise UsageError(f"{what} {value!r} is not an image reference. To fix, pass NAME[:TAG], "
                          "REPO@sha256:DIGEST (64 hex) or an image ID.")
     return value
+
+
+def image_tag(text: str, what: str) -> str:
+    """A Docker tag (a release tag such as alice_20260801_rocm7.2_...): safe as one path component."""
+    value = str(text)
+    if not _TAG.match(value):
+        raise UsageError(f"{what} {value!r} is not an image tag. To fix, pass up to 128 characters of "
+                         "[A-Za-z0-9_.-], the first not '.' or '-' (the tag build-clean printed).")
+    return value
+
+
+def name_or_tag(text: str, what: str) -> str:
+    """An image reference (REPO:TAG) or a bare tag: what may name a report folder."""
+    value = str(text)
+    return image_ref(value, what) if "/" in value or ":" in value or "@" in value else image_tag(value, what)
+
+
+def port_in_range(host: str) -> bool:
+    """False when a registry host (HOST[:PORT], the first component of a reference) names a port outside
+    1-65535: localhost:99999/x passes the grammar and would fail only at the first pull or push."""
+    port = host.rpartition(":")[2] if ":" in host else ""
+    return not port.isdigit() or 1 <= int(port) <= 65535
+
+
+def _host(reference: str) -> str:
+    return reference.split("/", 1)[0] if "/" in reference else ""
 
 
 class ImageName(NamedTuple):

@@ -145,3 +145,11 @@ def run_logged(argv: Sequence[str | os.PathLike[str]], log: Path, *, show: bool 
             proc.wait(timeout=60)
             raise
         return proc.wait()
+
+
+def git_reason(stderr: str) -> str:
+    """git's own reason in one line: its first fatal:/error: line (what follows is advice, such as 'Could not read
+    from remote repository'), else its last line."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    said = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    return (said or lines[-1:] or [""])[0]

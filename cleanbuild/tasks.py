@@ -15,6 +15,7 @@ from invoke import Collection
 
 from . import commands, refs
 from .clitask import cli_task
+from .outputs import output_file
 from .settings import Request
 
 BUILD = ("arch", "ck_free", "profile", "set", "builder", "ca_bundle", "progress", "registry", "src", "mirror")
@@ -94,7 +95,7 @@ def validate(c, request: Request, image, json_file=None):
     """Run the validation kernels inside an image (build-clean's validate step); `-- ARGS` go to the kernels."""
     rest = tuple(c.config.get("validation_args") or ())
     return commands.validate(image, replace(request, device=request.device or "cuda"), rest=rest,
-                             dest=Path(json_file) if json_file else None)
+                             dest=output_file(json_file, "--json-file") if json_file else None)
 
 
 @cli_task(tag="release tag or image reference", html="print the path of its report.html instead of the Markdown",

@@ -92,8 +92,6 @@ def main(argv: list[str] | None = None) -> int:
             # Must be set before any @triton.jit runs its decorator: our kernels then run on numpy.
             os.environ["TRITON_INTERPRET"] = "1"
         ctx = make_context(args, device)
-        if args.json_file is not None:
-            check_writable(args.json_file)
     except UsageError as e:
         print(f"python -m validation: error: {e}", file=sys.stderr)
         return USAGE_ERROR
@@ -103,26 +101,17 @@ def main(argv: list[str] | None = None) -> int:
 def parse(argv: list[str] | None):
     """Flags, and what can be told from them alone; imports nothing that needs torch."""
     from validation.models import load_config
+    from validation.outputs import check_output
 
     args = build_parser().parse_args(argv)
-    if args.json_file is not None and args.json_file.is_dir():
-        raise UsageError(f"--json-file {args.json_file}: is a folder, not a file")
     try:
+        for flag, path in (("--json-file", args.json_file), ("--write-untuned", args.write_untuned)):
+            if path is not None:
+                check_output(path, flag)  # before any check runs (run() makes missing folders)
         load_config(args.model)
     except (OSError, ValueError) as e:
         raise UsageError(str(e)) from None
     return args
-
-
-def check_writable(path: Path) -> None:
-    """--json-file must be writable before the checks run; nothing is created here (run() makes the folders)."""
-    if path.is_dir():
-        raise UsageError(f"--json-file {path}: is a folder, not a file")
-    target = path if path.exists() else next((p for p in path.absolute().parents if p.exists()), None)
-    if target is None or (not path.exists() and not target.is_dir()):
-        raise UsageError(f"--json-file {path}: cannot write there ({target} is a file, not a folder)")
-    if not os.access(target, os.W_OK | (0 if path.exists() else os.X_OK)):
-        raise UsageError(f"--json-file {path}: cannot write there ({target} is not writable)")
 
 
 def _default_device() -> str:
@@ -172,6 +161,7 @@ def run(ctx, only: list[str] | None, json_path: Path | None) -> int:
 
     from validation.aiter_probe import aiter_version
     from validation.checks import CHECKS, run_check
+    from validation.outputs import WRITE_FAILED, write_output
     from validation.report import Report, exit_code, render
 
     start = time.perf_counter()
@@ -185,8 +175,10 @@ def run(ctx, only: list[str] | None, json_path: Path | None) -> int:
     report.exit_code = exit_code(report.checks)
     print(render(report))
     if json_path is not None:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(report.to_json() + "\n")
+        failed = write_output(json_path, report.to_json() + "\n", "--json-file")
+        if failed:
+            print(f"python -m validation: error: {failed}", file=sys.stderr)
+            return WRITE_FAILED
     return report.exit_code
 
 

@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 
 from .. import htmlpage
-from ..refs import split_image
+from ..refs import name_or_tag, split_image
 from ..spec import REPO_ROOT
 from ..upstream import profiles
 from . import sbom, srcplan
@@ -187,8 +187,9 @@ def write_data(folder: Path, data: dict, files: dict[str, dict] | None = None) -
 
 def find(ref: str) -> Path | None:
     """A report's report.json by 'registry/atom-gfx942:TAG', 'atom-gfx942:TAG' or a bare TAG (when only one arch
-    has it)."""
-    repo, tag = split_image(ref)
+    has it). The name becomes a path under reports/: checked against the reference grammar first (UsageError,
+    exit 2)."""
+    repo, tag = split_image(name_or_tag(ref, "report REF"))
     if repo and tag:
         file = REPORTS / repo.rsplit("/", 1)[-1] / tag / "report.json"
         return file if file.is_file() else None

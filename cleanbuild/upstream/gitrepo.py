@@ -6,14 +6,18 @@ a local path is read in place (`git --git-dir`), never written. Every call goes 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
+import shlex
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import EnvironmentProblem, UsageError
 from ..refs import SHA, git_ref, git_remote
-from ..run import run
+from ..run import git_reason, run
 from ..spec import REPO_ROOT
 
 
@@ -58,24 +62,32 @@ class Repo:
             if (self.git_dir / ".git").exists():
                 self.git_dir = self.git_dir / ".git"
 
-    def git(self, *args: str, check: bool = True) -> str:
-        argv = ["git", "-c", "safe.directory=*", "--git-dir", str(self.git_dir), *args]
+    def git(self, *args: str, check: bool = True, git_dir: Path | None = None) -> str:
+        argv = [*self._git(git_dir), *args]
         result = run(argv, check=False, capture=True, echo=False, timeout=600)
         if check and (result.returncode != 0 or result.timed_out):
-            why = " ".join(result.stderr.strip().splitlines()[-1:]) or ("timed out" if result.timed_out else "no output")
+            why = git_reason(result.stderr) or ("timed out" if result.timed_out else "no output")
             raise GitError(f"git {args[0]} in {self.url} failed because {why}. To fix, check that {self.git_dir} is a "
                            "readable, intact git repository (git fsck), or point the profile at another copy.")
         return result.stdout
 
+    def _git(self, git_dir: Path | None = None) -> list[str]:
+        """git reading git_dir (default: this repository). safe.directory names that one folder: a repository
+        another user owns (a shared mirror, a read-only mount) is read as it is, never written."""
+        where = str(git_dir or self.git_dir)
+        return ["git", "-c", f"safe.directory={where}", "--git-dir", where]
+
     # ---- remote side ---------------------------------------------------------------------------------------
     def heads(self) -> dict[str, str]:
         """Every ref the remote advertises (branches, tags, pull-request heads): name -> SHA."""
-        result = run(["git", "-c", "safe.directory=*", "ls-remote", "--", self.remote], check=False, capture=True,
-                     echo=False, timeout=120)
+        argv = ["git", "ls-remote"]
+        if not is_url(self.url):  # git runs upload-pack for a path without our -c: it gets its own safe.directory
+            argv.append(f"--upload-pack=git -c safe.directory={shlex.quote(self.remote)} upload-pack")
+        result = run([*argv, "--", self.remote], check=False, capture=True, echo=False, timeout=120)
         if result.returncode != 0 or result.timed_out:
-            why = (result.stderr.strip().splitlines() or ["no answer"])[-1]
-            raise EnvironmentProblem(f"cannot reach the repository {self.url} ({why}). To fix, check the network or "
-                                     "the URL, or set ATOM_BUILD_MIRROR to a folder holding a copy of it.")
+            why = git_reason(result.stderr) or ("timed out" if result.timed_out else "no answer")
+            raise EnvironmentProblem(f"cannot reach the repository {self.url} because {why}. To fix, check the "
+                                     "network or the URL (a path: that this user can read it).")
         refs = {}
         for line in result.stdout.splitlines():
             sha, _, name = line.partition("\t")
@@ -86,17 +98,40 @@ class Repo:
         """Make refs (commits or branch names) and their history readable; no-op for a local repository."""
         if not is_url(self.url):
             return
-        if not (self.git_dir / "HEAD").exists():
-            self.git_dir.parent.mkdir(parents=True, exist_ok=True)
-            made = run(["git", "init", "-q", "--bare", "--", str(self.git_dir)], check=False, capture=True, echo=False)
-            if made.returncode != 0:
-                raise GitError(f"git init of the cache {self.git_dir} failed because "
-                               f"{(made.stderr.strip().splitlines() or ['no output'])[-1]}. To fix, make "
-                               f"{self.git_dir.parent} writable (pinned URLs are fetched into the checkout's .cache/git).")
         checked = [git_ref(r, "ref") for r in refs]
         specs = [f"+refs/heads/{r}:refs/heads/{r}" if not SHA.match(r) else r for r in checked]
+        if (self.git_dir / "HEAD").exists():
+            self._fetch_into(self.git_dir, specs, refs)
+        else:
+            self._fetch_new(specs, refs)
+
+    def _fetch_new(self, specs: list[str], refs: tuple[str, ...]) -> None:
+        """A new cache entry: made and fetched in a temporary folder beside it, renamed into place only when the
+        fetch succeeded. A failed fetch (offline, a wrong URL) leaves nothing, not even .cache/git."""
+        made = _make_folders(self.git_dir.parent)
+        tmp = Path(tempfile.mkdtemp(dir=self.git_dir.parent, prefix=f".{self.git_dir.name}.partial-"))
         try:
-            self.git("fetch", "-q", "--filter=blob:none", "--tags", "--", self.remote, *specs)
+            init = run(["git", "init", "-q", "--bare", "--", str(tmp)], check=False, capture=True, echo=False)
+            if init.returncode != 0:
+                raise GitError(f"git init of the cache {self.git_dir} failed because {git_reason(init.stderr) or 'no output'}. "
+                               f"To fix, make {self.git_dir.parent} writable (pinned URLs are fetched into the "
+                               "checkout's .cache/git).")
+            self._fetch_into(tmp, specs, refs)
+            if (self.git_dir / "HEAD").exists():  # another run made it meanwhile: fetch there, drop ours
+                shutil.rmtree(tmp)
+                self._fetch_into(self.git_dir, specs, refs)
+            else:
+                tmp.rename(self.git_dir)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            for folder in reversed(made):
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+            raise
+
+    def _fetch_into(self, git_dir: Path, specs: list[str], refs: tuple[str, ...]) -> None:
+        try:
+            self.git("fetch", "-q", "--filter=blob:none", "--tags", "--", self.remote, *specs, git_dir=git_dir)
         except GitError:
             self.heads()  # unreachable: EnvironmentProblem (exit 3); reachable: the ref is not there
             raise UsageError(f"{', '.join(refs)} not found in {self.url}. To fix, pass a commit or branch of that "
@@ -116,12 +151,12 @@ class Repo:
         return Commit(sha, date, subject)
 
     def show(self, ref: str, path: str) -> bytes | None:
-        argv = ["git", "-c", "safe.directory=*", "--git-dir", str(self.git_dir), "show", "--end-of-options", f"{git_ref(ref, 'ref')}:{path}"]
+        argv = [*self._git(), "show", "--end-of-options", f"{git_ref(ref, 'ref')}:{path}"]
         result = run(argv, check=False, capture=True, echo=False, timeout=120, binary=True)
         return result.stdout_bytes if result.returncode == 0 else None
 
     def is_ancestor(self, ref: str, head: str) -> bool:
-        argv = ["git", "-c", "safe.directory=*", "--git-dir", str(self.git_dir), "merge-base", "--is-ancestor", "--end-of-options",
+        argv = [*self._git(), "merge-base", "--is-ancestor", "--end-of-options",
                 git_ref(ref, "ref"), git_ref(head, "ref")]
         return run(argv, check=False, capture=True, echo=False).returncode == 0
 
@@ -145,3 +180,26 @@ class Repo:
             found.append(path)
         return found
 
+
+
+def check_ref(url: str, ref: str, what: str) -> None:
+    """The ref a build checks out is in its repository, asked before any effect (by the build and its dry run
+    alike). A local repository must exist and resolve it; a URL must answer (exit 3), and a branch or tag must be
+    one it advertises. A full commit SHA on a URL is taken as pinned: only a fetch (an effect) proves it, which
+    `invoke pins` does."""
+    repo = Repo(url)  # a path that is no repository: UsageError
+    if is_url(url):
+        heads = repo.heads()
+        if SHA.match(ref) or {ref, f"refs/heads/{ref}", f"refs/tags/{ref}"} & set(heads):
+            return
+    elif repo.resolve(ref) is not None:
+        return
+    raise UsageError(f"{what} {ref!r} is not a commit, branch or tag of {url}. To fix, pin a commit of that "
+                     "repository (`invoke pins` lists the pins and what is wrong with them).")
+
+
+def _make_folders(folder: Path) -> list[Path]:
+    """mkdir -p folder; the folders it made, outermost first (to remove them again when nothing went in)."""
+    missing = [p for p in (folder, *folder.parents) if not p.exists()][::-1]
+    folder.mkdir(parents=True, exist_ok=True)
+    return missing

@@ -228,7 +228,7 @@ def bump(profile: Profile, component: str, to: str | None, *, dry_run: bool,
     and every lock it feeds are written as one change (cleanbuild.atomic), or nothing is."""
     comp = profile.component(component)
     if comp.source != "git":
-        raise UsageError(f"components.{component} is not a git pin. To fix, bump one of: "
+        raise UsageError(f"--bump {component!r}: components.{component} is not a git pin. To fix, bump one of: "
                          f"{', '.join(c.name for c in profile.components if c.source == 'git')}.")
     if to is not None:
         git_ref(to, "--to")

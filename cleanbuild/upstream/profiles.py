@@ -9,6 +9,7 @@ the schema gives the key ("false" for a bool, "3.12" for a string), and a value 
 from __future__ import annotations
 
 import copy
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from types import MappingProxyType
 from ..errors import UsageError
 
 PROFILE_DIR = Path(__file__).parent.parent / "profiles"  # package data: cleanbuild/profiles
+PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")  # a built-in profile: one file name, no dots, no '/'
 SOURCES = ("index", "pypi", "git", "local", "none", "torch", "aiter")
 # The sources Dockerfile.wheels has a stage for, per component (torchvision/torchaudio follow torch).
 ALLOWED_SOURCES = {"torch": ("index", "local"), "triton": ("torch", "pypi", "none"), "flydsl": ("aiter", "none"),
@@ -156,6 +158,9 @@ def available() -> list[str]:
 
 def load(name: str, overrides: Mapping[str, object] | None = None, path: Path | None = None) -> Profile:
     """Read a profile by name (or from a .toml path), resolve `inherits`, apply typed overrides, validate."""
+    if path is None and not PROFILE_NAME.match(name):  # a name becomes a file under PROFILE_DIR: never ../x
+        raise UsageError(f"profile name {name!r} is not a profile name. To fix, pass --profile "
+                         f"{'|'.join(available())} or the path of a .toml profile.")
     file = path or PROFILE_DIR / f"{name}.toml"
     data = _read_chain(file, name, seen=())
     data.pop("inherits", None)

@@ -311,6 +311,9 @@ def test_a_probe_that_breaks_is_unknown_and_the_rest_still_run(site, fake_root):
     (["--arch", "gfx90a"], "argument --arch: invalid choice: 'gfx90a'"),
     (["--arch", "gfx942", "--tp", "0"], "--tp must be >= 1, got [0]"),
     (["--json-file", "x.json"], "the following arguments are required: --arch"),
+    (["--arch", "gfx942", "--json-file", "/proc/nope/audit.json"],
+     "--json-file /proc/nope/audit.json: cannot write there (a new file in /proc was refused: No such file or directory)"),
+    (["--arch", "gfx942", "--untuned-csv", "/"], "--untuned-csv /: is a folder, not a file"),
 ])
 def test_cli_usage_errors_are_one_line_exit_2(capsys, argv, message):
     from validation.audit.cli import main

@@ -9,6 +9,7 @@ Trees that must not change are hashed before and after. README's codes: 0 ok, 1 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -48,6 +49,13 @@ def outcome(capsys, *argv: str) -> tuple[int, list[str]]:
         AtomBuild().run(["atom-build", *argv])
     err = capsys.readouterr().err
     return info.value.code, [line for line in err.splitlines() if line.strip()]
+
+
+def succeeds(capsys, *argv: str) -> tuple[str, str]:
+    """(stdout, stderr) of `atom-build ARGV`, which must end without an exit code (invoke's success)."""
+    AtomBuild().run(["atom-build", *argv])
+    captured = capsys.readouterr()
+    return captured.out, captured.err
 
 
 def tree_hash(folder: Path) -> dict[str, str]:
@@ -516,3 +524,190 @@ def test_nox_validate_leaves_a_wrong_result_to_nox_as_exit_1():
 
     with pytest.raises(nox.command.CommandFailed):
         noxfile._run_keeping_code(FailingSession(1), "python", "-m", "cleanbuild.validate_cli")
+
+
+# ---- issue 32: every input checked before the first effect ------------------------------------------------------
+
+LATE_INPUT = [
+    (("audit", "any:image", "--report", "/proc/nope"),
+     "error: --report /proc/nope cannot be written because a new file in /proc was refused (No such file or "
+     "directory). To fix, check the path"),
+    (("audit", "any:image", "--report", str(ROOT / "README.md")), f"error: --report {ROOT / 'README.md'} is a file, "
+                                                                   "not a folder."),
+    (("wheels", "--arch", "gfx942", "--profile", "offline", "--export", str(ROOT), "--dry-run"),
+     f"error: --export {ROOT} exists and is not empty."),
+    (("wheels", "--arch", "gfx942", "--profile", "offline", "--export", "/proc/nope/wheels", "--dry-run"),
+     "error: --export /proc/nope/wheels cannot be written because a new file in /proc was refused"),
+    (("report", "../../x"), "error: report REF '../../x' is not an image reference."),
+    (("report", ".."), "error: report REF '..' is not an image tag."),
+    (("report", "atom-gfx942:../../../etc/passwd"), "error: report REF 'atom-gfx942:../../../etc/passwd' is not an "
+                                                   "image reference."),
+    (("plan", "--arch", "gfx942", "--profile", "../../../tmp/evil"),
+     "error: profile name '../../../tmp/evil' is not a profile name."),
+    (("wheels", "--arch", "gfx942", "--registry", "localhost:99999/x", "--dry-run"),
+     "error: --registry 'localhost:99999/x' names a port outside 1-65535."),
+    (("build-clean", "--arch", "gfx942", "--registry", "localhost:0", "--dry-run"),
+     "error: --registry 'localhost:0' names a port outside 1-65535."),
+    (("promote", "localhost:99999/atom-build/candidate:x"),
+     "error: promote REF 'localhost:99999/atom-build/candidate:x' is not an image reference."),
+    (("pins", "--bump", ""), "error: --bump '': components. is not a git pin. To fix, bump one of: aiter, atom."),
+]
+
+
+@pytest.mark.parametrize("argv,line", LATE_INPUT, ids=[" ".join(a)[:60] for a, _ in LATE_INPUT])
+def test_outputs_names_and_ports_are_refused_before_any_effect(capsys, argv, line):
+    code, lines = outcome(capsys, *argv)
+    assert (code, len(lines)) == (2, 1), lines
+    assert lines[0].startswith(line), lines[0]
+
+
+@pytest.mark.parametrize("task", ["build-clean", "wheels", "clean"])
+@pytest.mark.parametrize("bad,line", [
+    ({"components.aiter.ref": "zzz"}, "error: components.aiter.ref 'zzz' is not a commit, branch or tag of "),
+    ({"components.atom.ref": AITER_HEAD}, f"error: components.atom.ref '{AITER_HEAD}' is not a commit, branch or tag"),
+    ({"components.aiter.repo": "/no/such/aiter.git"}, "error: repository /no/such/aiter.git (/no/such/aiter.git) is "
+                                                      "not a git repository."),
+], ids=["unknown-ref", "commit-of-another-repo", "missing-repository"])
+def test_a_dry_run_refuses_what_the_build_refuses(capsys, upstream_sets, task, bad, line):
+    code, lines = outcome(capsys, task, "--arch", "gfx942", "--profile", "offline", *sets({**upstream_sets, **bad}),
+                          "--dry-run")
+    assert (code, len(lines)) == (2, 1), lines
+    assert lines[0].startswith(line), lines[0]
+
+
+def test_a_dry_run_of_pins_that_resolve_plans(capsys, monkeypatch, upstream_sets):
+    def no_engine_here():
+        raise engine.EnvironmentProblem("no engine in this test")  # the plan says "unknown" for each image
+
+    monkeypatch.setattr(engine, "client", no_engine_here)
+    out, _ = succeeds(capsys, "build-clean", "--arch", "gfx942", "--profile", "offline", *sets(upstream_sets),
+                      "--dry-run")
+    assert "docker buildx build" in out
+
+
+def test_validate_refuses_an_unwritable_json_before_the_engine(capsys, tmp_path, read_only):
+    image = "atom-build/clean:x"
+    code, lines = outcome(capsys, "validate", image, "--json-file", "/proc/nope/x.json")
+    assert (code, len(lines)) == (2, 1), lines
+    assert lines[0].startswith("error: --json-file /proc/nope/x.json cannot be written because a new file in /proc "
+                               "was refused")
+    code, lines = outcome(capsys, "validate", image, "--json-file", str(tmp_path))
+    assert (code, len(lines)) == (2, 1), lines
+    assert lines[0].startswith(f"error: --json-file {tmp_path} is a folder.")
+    read_only(tmp_path)
+    code, lines = outcome(capsys, "validate", image, "--json-file", str(tmp_path / "v.json"))
+    assert (code, len(lines)) == (3, 1), lines
+    assert lines[0].startswith(f"error: --json-file {tmp_path / 'v.json'} cannot be written because a new file in "
+                               f"{tmp_path} was refused (Read-only file system).")
+
+
+def test_audit_refuses_a_read_only_report_folder_before_any_container(capsys, tmp_path, read_only):
+    read_only(tmp_path)
+    code, lines = outcome(capsys, "audit", "any:image", "--report", str(tmp_path / "r"))
+    assert (code, len(lines)) == (3, 1), lines
+    assert lines[0].startswith(f"error: --report {tmp_path / 'r'} cannot be written because a new file in "
+                               f"{tmp_path} was refused (Read-only file system).")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_writability_probe_leaves_nothing(capsys, tmp_path):
+    outcome(capsys, "audit", "BAD!", "--report", str(tmp_path / "r"))  # refused after the probe would have run
+    code, _ = outcome(capsys, "audit", "any:image", "--arch", "gfx1100", "--report", str(tmp_path / "r"))
+    assert code == 2 and list(tmp_path.iterdir()) == []
+
+
+def test_an_unreachable_validation_json_target_ends_as_one_line_not_a_traceback():
+    result = subprocess.run([sys.executable, "-m", "validation", "--arch", "gfx942", "--device", "cpu", "--only",  # noqa: S603
+                             "lds-budget", "--json-file", "/proc/nope/x.json"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=120, check=False)
+    assert (result.returncode, result.stdout, result.stderr) == (
+        2, "", "python -m validation: error: --json-file /proc/nope/x.json: cannot write there (a new file in /proc was "
+               "refused: No such file or directory)\n")
+
+
+def test_a_full_validation_json_target_is_one_line_exit_3():
+    result = subprocess.run([sys.executable, "-m", "validation", "--arch", "gfx942", "--device", "cpu", "--only",  # noqa: S603
+                             "lds-budget", "--json-file", "/dev/full"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=120, check=False)
+    assert (result.returncode, result.stderr.splitlines()[-1]) == (
+        3, "python -m validation: error: --json-file /dev/full: writing failed (No space left on device); free space "
+           "there or name another path"), result.stderr
+
+
+def cache_tree() -> list[tuple[str, str]]:
+    """Every path under the checkout's .cache (folders too), with each file's sha256."""
+    cache = ROOT / ".cache"
+    return [(str(p.relative_to(cache)), hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir")
+            for p in sorted(cache.rglob("*"))] if cache.exists() else []
+
+
+def test_lock_check_of_an_unreachable_repository_creates_nothing(capsys, upstream_sets, monkeypatch):
+    monkeypatch.delenv("ATOM_BUILD_MIRROR", raising=False)  # the URL itself is asked, not a mirror's copy of it
+    url = "https://127.0.0.1:9/no-such-aiter.git"
+    before = cache_tree()
+    code, lines = outcome(capsys, "lock", "--check", "--profile", "offline",
+                          *sets({**upstream_sets, "components.aiter.repo": url}))
+    assert (code, len(lines)) == (3, 1), lines
+    assert lines[0].startswith(f"error: the offline profile failed because it cannot reach the repository {url} "
+                               "because fatal: unable to access "), lines[0]
+    assert cache_tree() == before
+
+
+# ---- issue 32: a checkout and mirrors another user owns (a shared build host, a read-only mount) -----------------
+
+NOBODY = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")
+
+
+@pytest.fixture
+def as_nobody(monkeypatch):
+    """(folder): every git this process runs, runs as nobody (real git, its real ownership checks); folder is a
+    fresh root-owned folder nobody may read, for mirrors. pytest's tmp_path is not reachable by nobody."""
+    if os.geteuid() != 0 or subprocess.run([*NOBODY, "true"], check=False).returncode != 0:  # noqa: S603
+        if CI:
+            pytest.fail("CI=true and this test cannot switch to nobody (needs root and setpriv)", pytrace=False)
+        pytest.skip("needs root and setpriv to run git as nobody")
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="atom-build-nonowner-"))
+    folder.chmod(0o755)
+    wrapper = folder / "bin" / "git"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\nif [ "$(id -u)" = 0 ]; then exec {" ".join(NOBODY)} env HOME={folder} '
+                       f'{shutil.which("git")} "$@"; fi\nexec {shutil.which("git")} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}:{os.environ['PATH']}")
+    yield folder
+    shutil.rmtree(folder)
+
+
+def mirrors(upstream: Path, folder: Path) -> dict[str, str]:
+    import shutil
+
+    for name in ("aiter.git", "atom.git"):
+        shutil.copytree(upstream / name, folder / name)
+    subprocess.run(["chmod", "-R", "a+rX,go-w", str(folder)], check=True)  # noqa: S603,S607
+    return {"components.aiter.repo": str(folder / "aiter.git"), "components.atom.repo": str(folder / "atom.git")}
+
+
+def test_pins_reads_mirrors_another_user_owns(capsys, monkeypatch, upstream, as_nobody):
+    monkeypatch.setattr(pins, "_json", lambda url: None)  # PyPI: not the subject here
+    monkeypatch.setattr(pins, "_text", lambda url: None)
+    out, err = succeeds(capsys, "pins", "--profile", "offline", "--json", *sets(mirrors(upstream, as_nobody)))
+    rows = {row["component"]: row["status"] for row in json.loads(out)["pins"]}
+    assert (rows["aiter"], rows["atom"], rows["aiter/atom"], err) == ("ok", "ok", "ok", "")
+
+
+def test_lock_check_reads_mirrors_another_user_owns(capsys, upstream, as_nobody):
+    _, err = succeeds(capsys, "lock", "--check", "--profile", "offline", *sets(mirrors(upstream, as_nobody)))
+    assert err == "✓ offline.lock matches the pins of offline\n"
+
+
+def test_a_mirror_git_cannot_read_names_gits_own_reason(capsys, upstream, as_nobody):
+    repos = mirrors(upstream, as_nobody)
+    (as_nobody / "atom.git" / "refs").chmod(0o700)
+    code, lines = outcome(capsys, "pins", "--profile", "offline", *sets(repos))
+    atom = as_nobody / "atom.git"
+    assert (code, lines[-1]) == (3, f"error: cannot reach the repository {atom} because fatal: '{atom}' does not "
+                                    "appear to be a git repository. To fix, check the network or the URL (a path: "
+                                    "that this user can read it).")

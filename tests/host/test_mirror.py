@@ -189,7 +189,7 @@ def test_the_committed_lock_matches_the_pins_read_through_the_mirror(name, upstr
 def test_an_offline_profile_that_cannot_reach_its_repo_says_to_set_the_mirror():
     with pytest.raises(EnvironmentProblem) as info:
         mirror.require_reachable(profiles.load("offline", {"components.aiter.repo": NOWHERE}))
-    assert one_line(info).startswith(f"the offline profile failed because it cannot reach the repository {NOWHERE} (")
+    assert one_line(info).startswith(f"the offline profile failed because it cannot reach the repository {NOWHERE} because ")
     assert (str(info.value).endswith(FIX), info.value.exit_code) == (True, 3)
 
 

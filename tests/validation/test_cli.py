@@ -138,6 +138,8 @@ USAGE = {
     "bad ck mode": lambda t: [*CPU, "--ck-mode", "full"],
     "json under a file": lambda t: [*CPU, "--json-file", _file_as_parent(t)],
     "json is a folder": lambda t: [*CPU, "--json-file", str(t)],
+    "json where no file can be made": lambda t: [*CPU, "--json-file", "/proc/nope/r.json"],
+    "write-untuned is a folder": lambda t: [*CPU, "--write-untuned", str(t)],
     "aiter-src without aiter": lambda t: [*CPU, "--aiter-src", str(t)],
 }
 
@@ -159,6 +161,13 @@ def test_a_json_array_config_is_named_as_such(tmp_path, capsys):
 def test_an_unwritable_json_path_is_named(tmp_path, capsys):
     main([*CPU, "--json-file", _file_as_parent(tmp_path)])
     assert "cannot write there" in capsys.readouterr().err
+
+
+def test_a_json_target_that_fails_the_write_is_one_line_exit_3(capsys):
+    assert main([*CPU, "--only", "lds-budget", "--json-file", "/dev/full"]) == 3
+    assert capsys.readouterr().err.splitlines()[-1] == ("python -m validation: error: --json-file /dev/full: writing "
+                                                        "failed (No space left on device); free space there or name "
+                                                        "another path")
 
 
 def test_the_writability_probe_leaves_no_file(tmp_path):

@@ -34,20 +34,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from validation.audit.run import audit, image_context
+    from validation.outputs import WRITE_FAILED, check_output, write_output
 
     try:
         args = build_parser().parse_args(argv)
         if any(tp < 1 for tp in args.tp):
             raise UsageError(f"--tp must be >= 1, got {args.tp}")
-    except UsageError as exc:
+        for flag, path in (("--json-file", args.json_file), ("--untuned-csv", args.untuned_csv)):
+            if path is not None:
+                check_output(path, flag)  # before the audit runs
+    except (UsageError, ValueError) as exc:
         print(f"python -m validation.audit: error: {exc}", file=sys.stderr)
         return USAGE_ERROR
     report = audit(image_context(args.arch, args.model, tuple(args.tp), args.untuned_csv))
     text = json.dumps(report, indent=1, default=str) + "\n"
     if args.json_file:
-        args.json_file.parent.mkdir(parents=True, exist_ok=True)
-        args.json_file.write_text(text)
-        args.json_file.chmod(0o644)  # the host user reads it, whoever the container ran as
+        failed = write_output(args.json_file, text, "--json-file")
+        if failed:
+            print(f"python -m validation.audit: error: {failed}", file=sys.stderr)
+            return WRITE_FAILED
+        if args.json_file.is_file():  # never a device (/dev/null)
+            args.json_file.chmod(0o644)  # the host user reads it, whoever the container ran as
     else:
         sys.stdout.write(text)
     for f in report["findings"]:
