@@ -9,9 +9,11 @@ atom-build (cleanbuild.cli) handles all of those.
 
 import signal
 import sys
+from types import FrameType
+from typing import NoReturn
 
 
-def _interrupted(signum, frame):
+def _interrupted(signum: int, frame: FrameType | None) -> NoReturn:
     sys.stderr.write("error: interrupted (Ctrl-C). To fix, run the command again.\n")
     raise SystemExit(130)
 

@@ -16,6 +16,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from . import engine, htmlpage
 from .errors import EnvironmentProblem, StepFailed, UsageError
@@ -25,6 +26,12 @@ from .outputs import output_folder
 from .settings import new_run_id
 from .spec import REPO_ROOT, RunSpec
 
+if TYPE_CHECKING:
+    from docker.client import DockerClient
+    from rich.table import Table
+
+    from .gpuhost.gpu import RunOptions
+
 PROBE_ROOT = "/opt/atom-audit"
 MODEL_MOUNT = "/opt/atom-audit-model"
 OUT = "/out"
@@ -32,6 +39,16 @@ PYTHONS = ("python", "python3")  # the image's interpreter: a venv's `python` fi
 TIMEOUT_S = 600
 OK, PRESENT, UNKNOWN = "ok", "PRESENT", "unknown"
 WARNING = "warning"  # validation.audit.context.WARNING: act on it (tuned-CSV coverage), exit code unchanged
+
+
+class Finding(TypedDict):
+    """One pitfall checked: the probe's (validation/audit, as JSON) and the host's have the same keys."""
+
+    id: str
+    title: str
+    status: str  # OK, PRESENT, UNKNOWN, WARNING
+    evidence: list[str]
+    fix: str
 
 
 @dataclass(frozen=True)
@@ -49,21 +66,21 @@ class AuditResult:
     arch: str | None  # asked for (None: the image's own)
     image_arch: str | None  # what the audit checked against, and why
     arch_source: str
-    findings: tuple[dict, ...]  # {"id", "title", "status", "evidence": [...], "fix"}
-    versions: dict
+    findings: tuple[Finding, ...]
+    versions: dict[str, Any]
     size_bytes: int | None
-    largest_layers: tuple[dict, ...]
-    labels: dict
-    packages: dict
+    largest_layers: tuple[dict[str, Any], ...]  # {"size", "created_by"}, largest first
+    labels: dict[str, str]
+    packages: dict[str, Any]
     seconds: float
     untuned_csv: Path | None = None
     report_dir: Path | None = None
     probe_python: str = ""
-    device: dict = field(default_factory=dict)
-    env: dict = field(default_factory=dict)  # the image's Config.Env; secret-like values replaced
+    device: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)  # the image's Config.Env; secret-like values replaced
 
     @property
-    def present(self) -> list[dict]:
+    def present(self) -> list[Finding]:
         return [f for f in self.findings if f["status"] == PRESENT]
 
     @property
@@ -73,15 +90,16 @@ class AuditResult:
     def counts(self) -> dict[str, int]:
         return {s: sum(f["status"] == s for f in self.findings) for s in (PRESENT, WARNING, UNKNOWN, OK)}
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         data = {k: getattr(self, k) for k in self.__dataclass_fields__}
         data.update(findings=list(self.findings), largest_layers=list(self.largest_layers),
                     counts=self.counts(), exit_code=self.exit_code)
-        return json.loads(json.dumps(data, default=str))
+        plain: dict[str, Any] = json.loads(json.dumps(data, default=str))
+        return plain
 
 
 def audit(image: str, *, arch: Arch | None, model: str | None, tp: tuple[int | str, ...], report_dir: Path | None,
-          device: bool, cli=None) -> AuditResult:
+          device: bool, cli: DockerClient | None = None) -> AuditResult:
     """Audit IMAGE as it is: 0 findings PRESENT -> exit_code 0, else 1. Bad input raises before any container."""
     inputs = check_inputs(arch, model, tp)
     if report_dir is not None:
@@ -148,7 +166,7 @@ def _presets() -> tuple[str, ...]:
     return ()
 
 
-def gpu_kwargs(arch: str | None) -> dict:
+def gpu_kwargs(arch: str | None) -> RunOptions:
     """Device access by number (cleanbuild.gpuhost.gpu): EnvironmentProblem on a host without a usable ROCm GPU."""
     from .gpuhost import gpu
 
@@ -157,7 +175,7 @@ def gpu_kwargs(arch: str | None) -> dict:
     return gpu.run_flags(access)
 
 
-def probe_spec(inputs: Inputs, attrs: dict, out: Path, run_id: str, python: str, want_csv: bool) -> RunSpec:
+def probe_spec(inputs: Inputs, attrs: dict[str, Any], out: Path, run_id: str, python: str, want_csv: bool) -> RunSpec:
     """The probe's container: read-only mounts of validation/ and patches/, the output folder, the model."""
     command = [python, "-m", "validation.audit", "--arch", inputs.arch or "auto", "--json-file", f"{OUT}/audit.json"]
     if inputs.model_arg:
@@ -173,13 +191,13 @@ def probe_spec(inputs: Inputs, attrs: dict, out: Path, run_id: str, python: str,
                    env=tuple(sorted(env.items())), network="none", workdir=PROBE_ROOT)
 
 
-def image_env(attrs: dict) -> dict[str, str]:
+def image_env(attrs: dict[str, Any]) -> dict[str, str]:
     pairs = ((attrs.get("Config") or {}).get("Env") or [])
     return dict(p.split("=", 1) if "=" in p else (p, "") for p in pairs)
 
 
-def run_probe(cli, image: str, inputs: Inputs, attrs: dict, out: Path, run_id: str, *,
-              want_csv: bool) -> tuple[dict, str]:
+def run_probe(cli: DockerClient, image: str, inputs: Inputs, attrs: dict[str, Any], out: Path, run_id: str, *,
+              want_csv: bool) -> tuple[dict[str, Any], str]:
     """Run the probe with the image's `python` (else `python3`) and return its JSON report."""
     for python in PYTHONS:
         spec = probe_spec(inputs, attrs, out, run_id, python, want_csv)
@@ -195,7 +213,7 @@ def run_probe(cli, image: str, inputs: Inputs, attrs: dict, out: Path, run_id: s
     raise StepFailed(f"{image} has neither `python` nor `python3` on its PATH. To fix, audit an image with Python 3.10+.")
 
 
-def run_sealed(cli, image: str, spec: RunSpec, timeout_s: float = TIMEOUT_S) -> engine.RunResult | None:
+def run_sealed(cli: DockerClient, image: str, spec: RunSpec, timeout_s: float = TIMEOUT_S) -> engine.RunResult | None:
     """engine.run_container, sealed (read-only root, tmpfs /tmp, no entrypoint, no new privileges); None when the
     command's executable is not in the image. The container is removed in any case, Ctrl-C too."""
     try:
@@ -204,7 +222,7 @@ def run_sealed(cli, image: str, spec: RunSpec, timeout_s: float = TIMEOUT_S) -> 
         return None
 
 
-def device_spec(arch: str | None, attrs: dict, out: Path, run_id: str, python: str) -> RunSpec:
+def device_spec(arch: str | None, attrs: dict[str, Any], out: Path, run_id: str, python: str) -> RunSpec:
     """`python -m validation --device cuda` in the image, validation/ read-only, its report in out."""
     image_path = image_env(attrs).get("PYTHONPATH")
     env = {"PYTHONPATH": f"{PROBE_ROOT}:{image_path}" if image_path else PROBE_ROOT}
@@ -215,7 +233,7 @@ def device_spec(arch: str | None, attrs: dict, out: Path, run_id: str, python: s
                    env=tuple(env.items()), gpu=True, network="none", workdir=PROBE_ROOT)
 
 
-def run_device(cli, image: str, spec: RunSpec, gpu_flags: dict, out: Path) -> dict:
+def run_device(cli: DockerClient, image: str, spec: RunSpec, gpu_flags: RunOptions, out: Path) -> dict[str, Any]:
     """The validation kernels on the GPU; their verdict becomes one finding."""
     result = engine.run_container(cli, image, spec, gpu_flags, timeout_s=TIMEOUT_S)
     report = out / "validation.json"
@@ -223,9 +241,9 @@ def run_device(cli, image: str, spec: RunSpec, gpu_flags: dict, out: Path) -> di
     return {"exit_code": result.exit_code, "report": data, "log_tail": result.logs[-2000:]}
 
 
-def _result(cli, image: str, image_ref: str, inputs: Inputs, attrs: dict, probe: dict, python: str, dev: dict,
-            seconds: float) -> AuditResult:
-    history, largest = cli.api.history(image), engine.largest_layers(cli, image)
+def _result(cli: DockerClient, image: str, image_ref: str, inputs: Inputs, attrs: dict[str, Any], probe: dict[str, Any],
+            python: str, dev: dict[str, Any], seconds: float) -> AuditResult:
+    history, largest = engine.history(cli, image), engine.largest_layers(cli, image)
     findings = [*probe.get("findings", []), *host_findings(attrs, history, inputs.arch, largest),
                 supply_chain_finding(image_ref, REPO_ROOT / "reports", pushed_attestations(attrs))]
     if dev:
@@ -240,7 +258,7 @@ def _result(cli, image: str, image_ref: str, inputs: Inputs, attrs: dict, probe:
     )
 
 
-def _finding(id_: str, title: str, status: str, evidence: list[str], fix: str = "") -> dict:
+def _finding(id_: str, title: str, status: str, evidence: list[str], fix: str = "") -> Finding:
     return {"id": id_, "title": title, "status": status, "evidence": evidence, "fix": fix}
 
 
@@ -256,11 +274,12 @@ def secret_like(name: str) -> bool:
     return bool(SECRET_WORDS & set(upper.split("_"))) or any(p in upper for p in SECRET_PAIRS)
 
 
-def host_findings(attrs: dict, history: list[dict], arch: str | None, largest: list[dict]) -> list[dict]:
+def host_findings(attrs: dict[str, Any], history: list[dict[str, Any]], arch: str | None,
+                  largest: list[dict[str, Any]]) -> list[Finding]:
     return [size_finding(attrs, history, largest), config_secrets(attrs, history), labels_finding(attrs, arch)]
 
 
-def size_finding(attrs: dict, history: list[dict], largest: list[dict]) -> dict:
+def size_finding(attrs: dict[str, Any], history: list[dict[str, Any]], largest: list[dict[str, Any]]) -> Finding:
     size = attrs.get("Size") or 0
     evidence = [f"{size / 2**30:.2f} GiB in {sum(1 for h in history if h.get('Size'))} non-empty layers"]
     evidence += [f"{layer['size'] / 2**20:.0f} MiB: {layer['created_by'][:90] or '(imported, no command)'}"
@@ -269,7 +288,7 @@ def size_finding(attrs: dict, history: list[dict], largest: list[dict]) -> dict:
                     "keep caches, compilers and build inputs out of runtime layers")
 
 
-def config_secrets(attrs: dict, history: list[dict]) -> dict:
+def config_secrets(attrs: dict[str, Any], history: list[dict[str, Any]]) -> Finding:
     """Secret-like names in the image's Env and in its build history (build args land there); never values."""
     evidence = [f"Config.Env sets {name} (value not shown)" for name in sorted(image_env(attrs)) if secret_like(name)]
     for index, entry in enumerate(reversed(history)):
@@ -285,7 +304,7 @@ def config_secrets(attrs: dict, history: list[dict]) -> dict:
                     "pass credentials with `--secret id=...` (RUN --mount=type=secret), never ARG or ENV")
 
 
-def labels_finding(attrs: dict, arch: str | None) -> dict:
+def labels_finding(attrs: dict[str, Any], arch: str | None) -> Finding:
     labels = (attrs.get("Config") or {}).get("Labels") or {}
     ours = {k: v for k, v in labels.items() if k.startswith("io.atom-build.")}
     evidence = [", ".join(f"{k}={v}" for k, v in sorted(ours.items()))] if ours else [
@@ -302,7 +321,7 @@ SUPPLY_CHAIN = ("sbom.cdx.json", "provenance.json")
 ATTESTED = (sbom.SBOM, sbom.PROVENANCE)
 
 
-def pushed_attestations(attrs: dict) -> tuple[str, list[str]] | None:
+def pushed_attestations(attrs: dict[str, Any]) -> tuple[str, list[str]] | None:
     """(RepoDigest, the predicate types its registry lists) for the first pushed name the registry answers for."""
     for ref in attrs.get("RepoDigests") or []:
         types = attest.in_registry(ref)
@@ -311,7 +330,7 @@ def pushed_attestations(attrs: dict) -> tuple[str, list[str]] | None:
     return None
 
 
-def supply_chain_finding(image_id: str, reports: Path, pushed: tuple[str, list[str]] | None = None) -> dict:
+def supply_chain_finding(image_id: str, reports: Path, pushed: tuple[str, list[str]] | None = None) -> Finding:
     """Does the image come with an SBOM and provenance? Read from the registry for a pushed image (the attestation
     manifest in its index, cleanbuild.images.attest), else from the report folder build-clean wrote for this image
     ID: its sbom.cdx.json and provenance.json, and whether the build attached both to the image."""
@@ -335,7 +354,7 @@ def supply_chain_finding(image_id: str, reports: Path, pushed: tuple[str, list[s
                      f"{' and '.join(SUPPLY_CHAIN)}"], "build it with invoke build-clean (its report folder holds both)")
 
 
-def device_finding(dev: dict) -> dict:
+def device_finding(dev: dict[str, Any]) -> Finding:
     checks = (dev.get("report") or {}).get("checks", [])
     failed = [f"{c['name']}: {c.get('reason', '')}"[:120] for c in checks if c.get("status") == "failed"]
     code = dev.get("exit_code")
@@ -364,7 +383,7 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def markdown(data: dict) -> str:
+def markdown(data: dict[str, Any]) -> str:
     counts = data["counts"]
     size = data.get("size_bytes")
     lines = [f"# Audit report: {data['image']}", ""]
@@ -392,7 +411,7 @@ def markdown(data: dict) -> str:
 STYLE = {PRESENT: "bold red", WARNING: "magenta", UNKNOWN: "yellow", OK: "green"}
 
 
-def table(result: AuditResult, width: int = 120):
+def table(result: AuditResult, width: int = 120) -> Table:
     """One screen of `width` columns: a row per pitfall, its status and the first piece of its evidence."""
     from rich.table import Table
 

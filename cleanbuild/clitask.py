@@ -26,10 +26,13 @@ from .settings import resolve
 # One meaning per short flag across every task: none are generated (invoke's automatic ones gave -d three
 # meanings and ca_bundle a nameless "--" flag).
 _task = functools.partial(invoke.task, auto_shortflags=False)
+# What invoke runs: the guarded wrapper around a task function (which returns None or its own exit code).
+Guarded = Callable[..., None]
 
 
 def cli_task(*, common: tuple[str, ...] = (), positional: tuple[str, ...] = (), matrix: bool = False,
-             iterable: tuple[str, ...] = (), **help_: str) -> Callable[[Callable[..., Any]], invoke.Task]:
+             iterable: tuple[str, ...] = (),
+             **help_: str) -> Callable[[Callable[..., int | None]], invoke.Task[Guarded]]:
     """common: the options of the table this task takes (resolved into `request`); positional: those of them the
     task takes as positional arguments; matrix: --arch may list several archs; iterable: the task's own repeatable
     flags; help_: the task's own flags' help, or its own wording of a common one."""
@@ -37,7 +40,7 @@ def cli_task(*, common: tuple[str, ...] = (), positional: tuple[str, ...] = (), 
     if unknown:
         raise TypeError(f"not options of cleanbuild.options: {unknown}")
 
-    def wrap(fn: Callable[..., Any]) -> invoke.Task:
+    def wrap(fn: Callable[..., int | None]) -> invoke.Task[Guarded]:
         own = list(inspect.signature(fn).parameters.values())[1:]
         wants_request = bool(own) and own[0].name == "request"
         own = own[1:] if wants_request else own
@@ -48,7 +51,8 @@ def cli_task(*, common: tuple[str, ...] = (), positional: tuple[str, ...] = (), 
                  for n in names}  # invoke names a flag without the trailing _ of a parameter (open_ -> --open)
         repeat = [n for n in names if n in iterable or (n in BY_NAME and BY_NAME[n].repeatable)]
         wrapper = _guarded(fn, sig, {p.name for p in own}, {*common, *positional} if wants_request else None, matrix)
-        return _task(iterable=repeat, help=helps)(wrapper)
+        made: invoke.Task[Guarded] = _task(iterable=repeat, help=helps)(wrapper)  # invoke.task is typed `-> Callable`
+        return made
 
     return wrap
 
@@ -64,8 +68,8 @@ def _signature(own_positional: list[Parameter], positional: tuple[str, ...], com
     return inspect.Signature([*params, Parameter("debug", kind, default=False)])
 
 
-def _guarded(fn: Callable[..., Any], sig: inspect.Signature, own: set[str], shared: set[str] | None,
-             matrix: bool) -> Callable[..., Any]:
+def _guarded(fn: Callable[..., int | None], sig: inspect.Signature, own: set[str], shared: set[str] | None,
+             matrix: bool) -> Guarded:
     """The task body invoke calls: the request resolved and fn run inside the error boundary (cleanbuild.boundary):
     one line and README's exit code instead of a traceback (unless --debug)."""
 

@@ -9,6 +9,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from . import checkout, engine, metadata, settings
 from .console import console, key_values, steps_table, units_table
@@ -24,10 +25,13 @@ from .settings import Request
 from .spec import REPO_ROOT, patches_argv
 from .upstream import mirror
 
+if TYPE_CHECKING:
+    from docker.client import DockerClient
+
 BUILD_STEPS = ("preflight", "prepare", "wheels")
 
 
-def arch_info(arch: Arch | None) -> dict:
+def arch_info(arch: Arch | None) -> dict[str, object]:
     det = resolve(arch, host_runner)
     facts = det.arch.facts
     return {
@@ -81,7 +85,7 @@ def show_plan(request: Request, *, as_json: bool) -> None:
             print(quote(argv))
 
 
-def plan_dict(plan: Plan) -> dict:
+def plan_dict(plan: Plan) -> dict[str, Any]:
     return {
         "profile": plan.profile.name, "arch": plan.options.arch.value, "ck_mode": plan.options.ck_mode,
         "python": plan.profile.python, "base_image": plan.base_image, "wheels_key": plan.wheels_key,
@@ -97,7 +101,7 @@ def plan_dict(plan: Plan) -> dict:
     }
 
 
-def unit_states(plan: Plan) -> list[dict]:
+def unit_states(plan: Plan) -> list[dict[str, Any]]:
     """Per unit: what the build will do (cleanbuild.images.reuse: reused, pull or build), why, and the inputs that
     changed since the last other build of it here. Asks the engine; without one, says so (the plan stays pure)."""
     try:
@@ -165,7 +169,7 @@ def build_clean(request: Request, *, dry_run: bool) -> list[BuildRecord]:
     return done
 
 
-def wheels_matrix(cli, todo: list[Plan]) -> None:
+def wheels_matrix(cli: DockerClient, todo: list[Plan]) -> None:
     """The wheels of several archs and CK modes: one variant after another, each component once for all (every
     component image is found by its key: torch, the closure and ATOM are built by the first variant only)."""
     for plan in todo:
@@ -174,7 +178,7 @@ def wheels_matrix(cli, todo: list[Plan]) -> None:
 
 # ---- steps on an existing image -----------------------------------------------------------------------------
 
-def image_plan(image: str, request: Request, cli) -> tuple[Plan, BuildRecord]:
+def image_plan(image: str, request: Request, cli: DockerClient) -> tuple[Plan, BuildRecord]:
     """A plan for an image that exists: its arch and CK mode come from its labels unless --arch is given."""
     image_id = engine.image_id(cli, image)
     if image_id is None:
@@ -317,7 +321,7 @@ def verify(ref: str, request: Request, *, as_json: bool) -> None:
     verifying.check(result)
 
 
-def _digest_of(cli, ref: str) -> str:
+def _digest_of(cli: DockerClient, ref: str) -> str:
     repo = split_image(ref)[0]
     for entry in engine.repo_digests(cli, ref):
         if parse_image(entry).repository == repo:

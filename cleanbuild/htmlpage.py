@@ -8,6 +8,7 @@ Content-Security-Policy forbids one. The geometry of the charts is computed here
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import jinja2
 
@@ -29,14 +30,14 @@ def _env() -> jinja2.Environment:
                               undefined=jinja2.ChainableUndefined, trim_blocks=True, lstrip_blocks=True)
 
 
-def build_page(data: dict, bom: dict | None = None) -> str:
+def build_page(data: dict[str, Any], bom: dict[str, Any] | None = None) -> str:
     """The build report (build-clean, promote, a failed run): data is report.json's dict, bom its sbom.cdx.json."""
     return _env().get_template("report.html.j2").render(
         d=data, timeline=timeline(data), layers=layer_chart(data), validation=validation_view(data.get("validation")),
         sbom=sbom_rows(bom), mib=mib, ROW=ROW, LABEL=LABEL, WIDTH=WIDTH)
 
 
-def audit_page(data: dict) -> str:
+def audit_page(data: dict[str, Any]) -> str:
     """`invoke audit --report`: data is report.json's dict (cleanbuild.audit.AuditResult.to_json)."""
     device = (data.get("device") or {}).get("report") or None
     return _env().get_template("audit.html.j2").render(
@@ -49,14 +50,14 @@ def mib(size: float | None) -> str:
     return f"{size / 2**30:.2f} GiB" if size >= 2**30 else f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{size / 2**10:.1f} KiB"
 
 
-def _how(unit: dict) -> str:
+def _how(unit: dict[str, Any]) -> str:
     """built | local | registry: where a unit's image came from."""
     if unit["status"] != "reused":
         return "built"
     return "registry" if "registry" in unit.get("how", "") else "local"
 
 
-def timeline(data: dict) -> dict:
+def timeline(data: dict[str, Any]) -> dict[str, Any]:
     """Every step, and under it every unit it made or reused, as bars on one time axis.
 
     Steps run one after another and so do the units inside a step (one build at a time), so the critical path is
@@ -87,7 +88,7 @@ def timeline(data: dict) -> dict:
             "path": [s["name"] for s in steps]}
 
 
-def _ticks(span: float, scale: float) -> list[dict]:
+def _ticks(span: float, scale: float) -> list[dict[str, Any]]:
     """About six round-numbered marks along the time axis."""
     if span <= 0:
         return []
@@ -95,7 +96,7 @@ def _ticks(span: float, scale: float) -> list[dict]:
     return [{"x": t * scale, "label": f"{t} s"} for t in range(0, int(span) + 1, step)]
 
 
-def layer_chart(data: dict, shown: int = 14) -> dict:
+def layer_chart(data: dict[str, Any], shown: int = 14) -> dict[str, Any]:
     """The image's layers as bars, largest first, each named by the image that first holds it (base, venv, ATOM,
     aiter, patches) and, where an earlier release is known, whether its bytes are new since that release."""
     sizes = data.get("layer_sizes") or []
@@ -121,7 +122,7 @@ def layer_chart(data: dict, shown: int = 14) -> dict:
             "total": sum(s["size"] for s in sizes)}
 
 
-def validation_view(report: dict | None) -> dict | None:
+def validation_view(report: dict[str, Any] | None) -> dict[str, Any] | None:
     """The validation report (validation.report.Report's JSON): its checks and cases, and the tuned-CSV coverage
     per tensor-parallel size as bars against the warning threshold."""
     if not report:
@@ -141,7 +142,7 @@ def validation_view(report: dict | None) -> dict | None:
             "coverage_height": len(coverage) * ROW, "warn_x": warn * WIDTH if warn is not None else None, "warn": warn}
 
 
-def sbom_rows(bom: dict | None) -> list[dict]:
+def sbom_rows(bom: dict[str, Any] | None) -> list[dict[str, Any]]:
     """The SBOM's components (CycloneDX 1.6 JSON): name, version, package URL and role."""
     rows = []
     for comp in (bom or {}).get("components", []):

@@ -59,7 +59,8 @@ def site_file(path: Path, *, given: bool = False) -> dict[str, object]:
     if not path.is_file():
         return {}
     try:
-        data = yaml.safe_load(path.read_bytes().decode("utf-8"))
+        # invoke's vendored PyYAML has no annotations (types-PyYAML covers `yaml`, not `invoke.vendor.yaml`).
+        data = yaml.safe_load(path.read_bytes().decode("utf-8"))  # type: ignore[no-untyped-call]
     except OSError as exc:
         raise UsageError(f"the site config {path} cannot be read ({exc.strerror}). To fix, make it readable or "
                          "remove it.") from None

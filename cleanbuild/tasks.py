@@ -11,7 +11,7 @@ import json as jsonlib
 from dataclasses import replace
 from pathlib import Path
 
-from invoke import Collection
+from invoke import Collection, Context
 
 from . import commands, refs
 from .clitask import cli_task
@@ -23,7 +23,7 @@ GPU = ("gpu", "user_id")
 
 
 @cli_task(common=("arch",))
-def arch(c, request: Request, json=False):
+def arch(c: Context, request: Request, json: bool = False) -> None:
     """Detect (or check) the GPU architecture and print its facts."""
     info = commands.arch_info(next(iter(request.arch), None))
     if json:
@@ -33,20 +33,21 @@ def arch(c, request: Request, json=False):
 
 
 @cli_task(common=(*BUILD[:6], "model", "src", "mirror"), matrix=True)
-def plan(c, request: Request, json=False):
+def plan(c: Context, request: Request, json: bool = False) -> None:
     """Print the resolved build plan and the exact commands build-clean would run; touches nothing."""
     commands.show_plan(request, as_json=json)
 
 
 @cli_task(common=BUILD, matrix=True, export="write the wheels and manifest.json to this new folder",
           rebuild="build even when an image with the same content key exists")
-def wheels(c, request: Request, export=None, rebuild=False, dry_run=False):
+def wheels(c: Context, request: Request, export: str | None = None, rebuild: bool = False,
+           dry_run: bool = False) -> None:
     """Build (or reuse, here or from the registry) the wheels image: every dependency built once, with a manifest."""
     commands.wheels(request, export=Path(export) if export else None, rebuild=rebuild, dry_run=dry_run)
 
 
 @cli_task(common=BUILD, matrix=True)
-def clean(c, request: Request, dry_run=False):
+def clean(c: Context, request: Request, dry_run: bool = False) -> None:
     """Build the clean runtime image from the (reused or built) wheels image: zero compilation."""
     commands.clean(request, dry_run=dry_run)
 
@@ -54,26 +55,27 @@ def clean(c, request: Request, dry_run=False):
 @cli_task(common=("arch",), iterable=("only",), folder="patch this source checkout or site-packages folder in place",
           image="patch this image as its own layer (tags IMAGE-patched)", only="apply only this patch (repeatable)",
           check="change nothing; exit 1 when something would change")
-def patch(c, request: Request, folder=None, image=None, only=None, check=False, dry_run=False):
+def patch(c: Context, request: Request, folder: str | None = None, image: str | None = None,
+          only: list[str] | None = None, check: bool = False, dry_run: bool = False) -> None:
     """Apply the source patches (aiter tuned_gemm and jit/core, ATOM CK-free) to a folder or an image."""
     commands.patch(folder=folder, image=image, only=tuple(only or ()), check=check, dry_run=dry_run, request=request)
 
 
 @cli_task(common=("profile", "set", *GPU, "arch", "model"), positional=("model",), image="image to run the smoke test in",
           model="model folder (mounted read-only)", arch="arch (default: the image's label)")
-def smoke(c, request: Request, image):
+def smoke(c: Context, request: Request, image: str) -> None:
     """Generate 10 tokens with a model inside an image and count them."""
     commands.smoke(image, request)
 
 
 @cli_task(common=("user",), image="the image to tag (name or ID)", dry_run="show the tag and why, tag nothing")
-def tag(c, request: Request, image, dry_run=False):
+def tag(c: Context, request: Request, image: str, dry_run: bool = False) -> None:
     """Tag an image per convention: user_date_rocmX_aiterY_atomZ, versions read from the image."""
     commands.tag(image, request, dry_run=dry_run)
 
 
 @cli_task(common=(*BUILD[:7], "model", "allow_no_smoke", "user", *GPU, "registry", "src", "mirror"), matrix=True)
-def build_clean(c, request: Request, dry_run=False):
+def build_clean(c: Context, request: Request, dry_run: bool = False) -> None:
     """The whole pipeline: preflight, prepare, wheels, clean, patch, validate, smoke, tag, report."""
     commands.build_clean(request, dry_run=dry_run)
 
@@ -82,7 +84,7 @@ def build_clean(c, request: Request, dry_run=False):
           ref="the pushed candidate: REGISTRY/candidate:TAG or REPO@sha256:DIGEST",
           arch="this node's arch (default: detected); the image must be built for it",
           allow_no_smoke="promote even without a smoke test")
-def promote(c, request: Request, ref):
+def promote(c: Context, request: Request, ref: str) -> None:
     """On a GPU node: pull by digest, validate and smoke-test here, then push the release tag and the report."""
     commands.promote(ref, request)
 
@@ -91,7 +93,7 @@ def promote(c, request: Request, ref):
           arch="gfx942|gfx950 (default: the image's io.atom-build.arch label)",
           device="cuda (a ROCm host, the default) or cpu",
           json_file="where to copy the report (default: reports/validate-<run>.json)")
-def validate(c, request: Request, image, json_file=None):
+def validate(c: Context, request: Request, image: str, json_file: str | None = None) -> int:
     """Run the validation kernels inside an image (build-clean's validate step); `-- ARGS` go to the kernels."""
     rest = tuple(c.config.get("validation_args") or ())
     return commands.validate(image, replace(request, device=request.device or "cuda"), rest=rest,
@@ -100,14 +102,15 @@ def validate(c, request: Request, image, json_file=None):
 
 @cli_task(tag="release tag or image reference", html="print the path of its report.html instead of the Markdown",
           open="open its report.html in the desktop's web browser")
-def report(c, tag, html=False, open_=False):
+def report(c: Context, tag: str, html: bool = False, open_: bool = False) -> None:
     """Print a build's report again, from reports/<repository>/<tag>/."""
     commands.print_report(tag, html=html, open_page=open_)
 
 
 @cli_task(common=("profile", "set", "mirror"), bump="move this git pin (aiter, atom, ...) when no patch drifts on the candidate",
           to="the commit to bump to (default: the branch head)", dry_run="with --bump: show the profile diff, write nothing")
-def pins(c, request: Request, json=False, bump=None, to=None, dry_run=False):
+def pins(c: Context, request: Request, json: bool = False, bump: str | None = None, to: str | None = None,
+         dry_run: bool = False) -> int:
     """Check every pin against its repository or index (exit 1 wrong, 3 unreachable); --bump moves one."""
     return commands.pins(request, as_json=json, bump=bump, to=to, dry_run=dry_run)
 
@@ -115,7 +118,7 @@ def pins(c, request: Request, json=False, bump=None, to=None, dry_run=False):
 @cli_task(common=("profile", "set", "mirror"), iterable=("upgrade_package",),
           check="exit 1 when the lock no longer matches the pins; write nothing",
           upgrade_package="let this package move to its newest allowed version (repeatable)")
-def lock(c, request: Request, upgrade_package=None, check=False):
+def lock(c: Context, request: Request, upgrade_package: list[str] | None = None, check: bool = False) -> int:
     """(Re)make the profile's locked closure (uv pip compile --generate-hashes) from the pinned sources."""
     return commands.lock(request, upgrade=tuple(upgrade_package or ()), check=check)
 
@@ -126,7 +129,8 @@ def lock(c, request: Request, upgrade_package=None, check=False):
           tp="tensor-parallel size for --model (repeatable, default 1)",
           report="write report.json and report.md (and untuned-gemm.csv with --model) to this folder",
           run_kernels="also run the validation kernels on the GPU (ROCm host only)")
-def audit(c, request: Request, image, model=None, tp=None, json=False, report=None, run_kernels=False):
+def audit(c: Context, request: Request, image: str, model: str | None = None, tp: list[str] | None = None,
+          json: bool = False, report: str | None = None, run_kernels: bool = False) -> int:
     """Check an existing image for every known pitfall, without rebuilding it (exit 1 when one is PRESENT)."""
     from . import audit as auditing
 
@@ -140,7 +144,7 @@ def audit(c, request: Request, image, model=None, tp=None, json=False, report=No
 @cli_task(common=("profile", "set", "ca_bundle", "progress", "mirror"),
           ref="the image: NAME:TAG, ID, or REPO@sha256:DIGEST (here, on this engine)",
           profile="the profile to rebuild with (default: the image's own label)")
-def verify(c, request: Request, ref, json=False):
+def verify(c: Context, request: Request, ref: str, json: bool = False) -> None:
     """Rebuild an image from its own labels here and compare digests (exit 1: the first differing layer and file)."""
     commands.verify(ref, request, as_json=json)
 
@@ -153,8 +157,9 @@ def verify(c, request: Request, ref, json=False):
           all_parents="test commits of merged branches too (default: first-parent history)",
           image="each step a real image build (not implemented yet: exit 2)",
           arch="gfx942 or gfx950: the arch the validation checks validate (needed with them)")
-def bisect(c, request: Request, component, good=None, bad=None, check=None, report=None, all_parents=False,
-           image=False, json=False):
+def bisect(c: Context, request: Request, component: str, good: str | None = None, bad: str | None = None,
+           check: list[str] | None = None, report: str | None = None, all_parents: bool = False, image: bool = False,
+           json: bool = False) -> int:
     """Find the upstream commit that broke a patch, a validation check or ATOM's imports (git bisect, no image)."""
     from .bisect.command import bisect_command
 

@@ -12,6 +12,7 @@ import json
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import EnvironmentProblem
 from ..run import run
@@ -30,7 +31,7 @@ class Finding:
     line: str  # one line: what the check saw
     value: object = None  # the outcome, status or missing imports: what the baseline keeps
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -42,7 +43,7 @@ class Setup:
     arch: str | None
     device: str | None
     other_tree: str | None  # the other component's package tree at its pin (import only)
-    baseline: dict  # check label -> value at --good; empty while --good itself is tested
+    baseline: dict[str, Any]  # check label -> value at --good; empty while --good itself is tested
 
 
 def probe(setup: Setup, checks: tuple[Check, ...], root: Path) -> list[Finding]:
@@ -65,7 +66,7 @@ def verdict(findings: list[Finding]) -> str:
     return BAD if BAD in states else UNTESTABLE if UNTESTABLE in states else GOOD
 
 
-def _patch(root: Path) -> dict[str, dict]:
+def _patch(root: Path) -> dict[str, dict[str, Any]]:
     """`python -m patches apply --root ROOT --json`: every patch, as the image build runs them (all or none)."""
     proc = run(patches_argv("apply", root, "--json"), cwd=REPO_ROOT, capture=True, check=False, echo=False,
                timeout=600)
@@ -78,7 +79,7 @@ def _patch(root: Path) -> dict[str, dict]:
     return {p["name"]: p for p in report["patches"]}
 
 
-def _patch_finding(check: Check, patched: dict[str, dict], baseline: dict) -> Finding:
+def _patch_finding(check: Check, patched: dict[str, dict[str, Any]], baseline: dict[str, Any]) -> Finding:
     result = patched[check.name]
     outcome, expected = result["outcome"], baseline.get(check.label)
     line = f"{check.label}: {outcome}: {result['detail']}"
@@ -107,7 +108,7 @@ def _validation(setup: Setup, names: list[str], root: Path, drift: list[str]) ->
     return [_validation_finding(report[n]) for n in names]
 
 
-def _validation_finding(check: dict) -> Finding:
+def _validation_finding(check: dict[str, Any]) -> Finding:
     state = BAD if check["status"] == "failed" else GOOD
     reason = check["reason"].removeprefix(f"{check['status']}: ")  # validation's reason may start with its status
     return Finding(check["name"], state, f"{check['name']}: {check['status']}: {reason}", check["status"])

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from ..atomic import replace_all
 from .search import Outcome
 
 
-def to_dict(outcome: Outcome) -> dict:
+def to_dict(outcome: Outcome) -> dict[str, Any]:
     span, first = outcome.range, outcome.first_bad
     return {
         "component": span.component, "exit_code": outcome.exit_code, "summary": outcome.summary,
@@ -24,7 +25,7 @@ def to_dict(outcome: Outcome) -> dict:
     }
 
 
-def lines(data: dict) -> list[str]:
+def lines(data: dict[str, Any]) -> list[str]:
     first = data["first_bad"]
     out = [f"bisect {data['component']}: {data['commits']} commit(s) in {data['good']['sha'][:12]}.."
            f"{data['bad']['sha'][:12]} ({'first-parent' if data['first_parent'] else 'all parents'}); "
@@ -43,7 +44,7 @@ def lines(data: dict) -> list[str]:
     return out
 
 
-def markdown(data: dict) -> str:
+def markdown(data: dict[str, Any]) -> str:
     first = data["first_bad"]
     head = [f"# bisect {data['component']}", "", f"- range: `{data['good']['sha']}..{data['bad']['sha']}` "
             f"({data['commits']} commits, {'first-parent' if data['first_parent'] else 'all parents'})",
@@ -59,12 +60,12 @@ def markdown(data: dict) -> str:
     return "\n".join(head + rows) + "\n"
 
 
-def write(data: dict, folder: Path) -> list[Path]:
+def write(data: dict[str, Any], folder: Path) -> list[Path]:
     files = {folder / "bisect.json": json.dumps(data, indent=2) + "\n", folder / "bisect.md": markdown(data)}
     folder.mkdir(parents=True, exist_ok=True)
     replace_all(files)
     return list(files)
 
 
-def render(data: dict, *, as_json: bool) -> None:
+def render(data: dict[str, Any], *, as_json: bool) -> None:
     print(json.dumps(data, indent=2) if as_json else "\n".join(lines(data)))

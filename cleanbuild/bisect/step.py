@@ -15,6 +15,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import CleanBuildError
 from ..run import run
@@ -54,7 +55,7 @@ class Step:
     findings: tuple[probe.Finding, ...]
 
     @classmethod
-    def from_json(cls, data: dict) -> Step:
+    def from_json(cls, data: dict[str, Any]) -> Step:
         return cls(data["sha"], data["verdict"], data["seconds"], tuple(probe.Finding(**f) for f in data["findings"]))
 
 

@@ -9,6 +9,7 @@ import shutil
 import tempfile
 import tomllib
 from pathlib import Path
+from typing import Any, TypedDict
 
 from .. import htmlpage
 from ..refs import name_or_tag, split_image
@@ -21,7 +22,7 @@ from .record import BuildRecord
 REPORTS = REPO_ROOT / "reports"
 
 
-def build(plan: Plan, rec: BuildRecord, *, failed: bool, error: str | None = None) -> dict:
+def build(plan: Plan, rec: BuildRecord, *, failed: bool, error: str | None = None) -> dict[str, Any]:
     """Everything the run learned, as one JSON document (the engine's view of the image: rec.image)."""
     image, seen = rec.candidate_id, rec.image
     manifest = rec.wheels.manifest if rec.wheels else {}
@@ -66,7 +67,7 @@ def attached(plan: Plan, rec: BuildRecord) -> list[str]:
     return [sbom.SBOM, sbom.PROVENANCE] if keyed and rec.engine is not None and rec.engine.reproducible else []
 
 
-def validation_status(validation: dict | None) -> str:
+def validation_status(validation: dict[str, Any] | None) -> str:
     """One explicit value for the validation run: failed, warning (e.g. tuned-CSV coverage), passed, or not run."""
     statuses = {c.get("status") for c in (validation or {}).get("checks", [])}
     if not validation:
@@ -74,7 +75,7 @@ def validation_status(validation: dict | None) -> str:
     return next((s for s in ("failed", "warning", "passed") if s in statuses), "skipped")
 
 
-def _facts(rec: BuildRecord) -> dict | None:
+def _facts(rec: BuildRecord) -> dict[str, Any] | None:
     f = rec.facts
     if f is None:
         return None
@@ -83,7 +84,7 @@ def _facts(rec: BuildRecord) -> dict | None:
                                                       for n, s in f.sources.items()}}
 
 
-def pins(plan: Plan, sources: dict) -> list[dict]:
+def pins(plan: Plan, sources: dict[str, Any]) -> list[dict[str, Any]]:
     """The git pins: where from, the commit the build checked out (sha, describe, date) and a link to it on GitHub.
     A profile that builds from a mirror (offline) links to the GitHub repository the profile it inherits names."""
     out = []
@@ -108,7 +109,7 @@ def _github(profile_file: Path, name: str) -> str | None:
     return None
 
 
-def since_previous(repo_folder: Path, name: str, data: dict) -> dict | None:
+def since_previous(repo_folder: Path, name: str, data: dict[str, Any]) -> dict[str, Any] | None:
     """The bytes of this image's layers that the newest earlier passed report of the same repository (its release)
     did not have: what a node that holds that release pulls. None without such a report or layer sizes."""
     sizes = data.get("layer_sizes") or []
@@ -144,30 +145,48 @@ def write(plan: Plan, rec: BuildRecord, *, failed: bool, error: str | None = Non
     return write_data(folder, data, supply_chain(plan, rec, data))
 
 
-def attestation_args(plan: Plan) -> dict:
+class AttestationArgs(TypedDict):
+    """sbom.statements' keywords besides the manifest and the subject."""
+
+    name: str
+    version: str
+    pins: dict[str, str]
+    profile: str
+    base: str
+    base_digest: str | None
+
+
+def attestation_args(plan: Plan) -> AttestationArgs:
     """What the SBOM and provenance say besides the manifest: the release name, the candidate's content key (the
     SBOM's version), the pins, the profile and the base image; the same in the attestations and the report."""
     return {"name": plan.release_repo.rsplit("/", 1)[-1], "version": plan.unit("candidate").key,
             "pins": {c.name: c.ref() for c in plan.profile.components}, "profile": plan.profile.name,
-            "base": plan.base_image, "base_digest": plan.profile.base.get("digest") or None}
+            "base": plan.base_image, "base_digest": _str_or_none(plan.profile.base.get("digest"))}
 
 
-def supply_chain(plan: Plan, rec: BuildRecord, data: dict) -> dict[str, dict]:
+def _str_or_none(value: object) -> str | None:
+    """A profile value the schema (cleanbuild.upstream.profiles) checked is a string; an empty one means unset."""
+    return str(value) if value else None
+
+
+def supply_chain(plan: Plan, rec: BuildRecord, data: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """sbom.cdx.json (every wheel in the image, the base image; the very SBOM attached to the image where the engine
     builds reproducibly) and provenance.json (pins, lock digest, about the image ID), when the run got as far as the
     wheels manifest."""
     if rec.wheels is None:
         return {}
     args = attestation_args(plan)
-    name, version = args.pop("name"), args.pop("version")
     manifest = rec.wheels.manifest
-    bom = sbom.cyclonedx(manifest, image=name, version=version, base=args["base"], base_digest=args["base_digest"])
+    bom = sbom.cyclonedx(manifest, image=args["name"], version=args["version"], base=args["base"],
+                         base_digest=args["base_digest"])
     return {"sbom.cdx.json": bom,
             "provenance.json": sbom.provenance(manifest, image=rec.candidate_ref or plan.patch.image,
-                                               image_id=data.get("image_id"), **args)}
+                                               image_id=data.get("image_id"), pins=args["pins"],
+                                               profile=args["profile"], base=args["base"],
+                                               base_digest=args["base_digest"])}
 
 
-def write_data(folder: Path, data: dict, files: dict[str, dict] | None = None) -> Path:
+def write_data(folder: Path, data: dict[str, Any], files: dict[str, dict[str, Any]] | None = None) -> Path:
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
     try:
@@ -197,7 +216,7 @@ def find(ref: str) -> Path | None:
     return found[-1] if found else None
 
 
-def load(ref: str) -> dict | None:
+def load(ref: str) -> dict[str, Any] | None:
     file = find(ref)
     return json.loads(file.read_text()) if file else None
 
@@ -213,7 +232,7 @@ def html_page(report_json: Path) -> Path:
     return page
 
 
-def markdown(data: dict) -> str:
+def markdown(data: dict[str, Any]) -> str:
     size = data.get("image_size_bytes")
     lines = [f"# Build report: {data.get('tag') or data.get('tag_value') or data.get('run_id')}", "",
              f"- status: {data['status']}" + (f" ({data['error']})" if data.get("error") else ""),
@@ -244,7 +263,7 @@ def markdown(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _src(checkouts: list[dict]) -> list[str]:
+def _src(checkouts: list[dict[str, Any]]) -> list[str]:
     """--src: each checkout, how it was built and every file that differs from the pin."""
     if not checkouts:
         return []
@@ -256,12 +275,12 @@ def _src(checkouts: list[dict]) -> list[str]:
     return out
 
 
-def _table(title: str, header: tuple[str, ...], rows: list[tuple]) -> list[str]:
+def _table(title: str, header: tuple[str, ...], rows: list[tuple[object, ...]]) -> list[str]:
     out = ["", f"## {title}", "", "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     return out + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
 
 
-def _smoke(smoke: dict) -> list[str]:
+def _smoke(smoke: dict[str, Any]) -> list[str]:
     result = smoke.get("result") or {}
     out = ["", "## Smoke test", "", f"- status: {smoke.get('status')}", f"- model: {smoke.get('model')}",
            f"- command: {' '.join(smoke.get('command', []))}",

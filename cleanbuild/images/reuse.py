@@ -17,10 +17,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from .. import engine
 from .components import Unit, changed
 from .plan import Plan
+
+if TYPE_CHECKING:
+    from docker.client import DockerClient
 
 NO_EARLIER_BUILD = "no earlier build here"
 
@@ -50,7 +54,7 @@ class Decision:
     changed: tuple[str, ...] = ()  # built: the inputs that differ from the last other build here
 
 
-def decide(cli, unit: Unit, *, variant: str, below: Below | None, registry: bool,
+def decide(cli: DockerClient, unit: Unit, *, variant: str, below: Below | None, registry: bool,
            rebuild: bool = False) -> Decision:
     """The decision for unit. variant: the plan's stem for a unit with one image per arch and CK mode, else "";
     below: None where the target starts FROM a base image or scratch; registry: ask the registry (a remote one is
@@ -72,13 +76,13 @@ def decide(cli, unit: Unit, *, variant: str, below: Below | None, registry: bool
     return _build(cli, unit, variant, f"its key is here on another image of {below.name}" if below and elsewhere else "")
 
 
-def _build(cli, unit: Unit, variant: str, why: str) -> Decision:
+def _build(cli: DockerClient, unit: Unit, variant: str, why: str) -> Decision:
     last = engine.last_inputs(cli, unit.name, variant, unit.key)
     moved = tuple(changed(last, dict(unit.inputs))) if last is not None else (NO_EARLIER_BUILD,)
     return Decision(Action.BUILD, why or ", ".join(moved), changed=moved)
 
 
-def preview(cli, plan: Plan) -> list[Decision]:
+def preview(cli: DockerClient, plan: Plan) -> list[Decision]:
     """Every unit's decision, in build order, before anything is built (`invoke plan`): a unit below that is to
     be pulled or built is not here yet for the units above it."""
     decided: dict[str, Decision] = {}

@@ -10,6 +10,7 @@ import json
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .. import engine, metadata
 from ..errors import StepFailed, UsageError
@@ -35,6 +36,9 @@ from .record import (
 )
 from .tag import Tag, TagParts, make_tag
 
+if TYPE_CHECKING:
+    from docker.client import DockerClient
+
 Outcome = tuple[BuildRecord, StepStatus, str]
 
 
@@ -50,7 +54,7 @@ class Journal:
 @dataclass(frozen=True)
 class Ctx:
     plan: Plan
-    cli: object
+    cli: DockerClient
     journal: Journal
     rebuild: bool = False
     patch_only: tuple[str, ...] = ()
@@ -193,7 +197,7 @@ def _attestations(ctx: Ctx, rec: BuildRecord, base: str) -> buildx.Attestations 
         return None
     plan = ctx.plan
 
-    def statements(subject: str) -> list[dict]:
+    def statements(subject: str) -> list[dict[str, Any]]:
         manifest = engine.read_json(ctx.cli, base, metadata.MANIFEST_PATH, rec.run_id)
         if not isinstance(manifest, dict):
             raise StepFailed(f"{base} has no {metadata.MANIFEST_PATH}. To fix, rebuild it: invoke clean --rebuild.")
@@ -202,7 +206,8 @@ def _attestations(ctx: Ctx, rec: BuildRecord, base: str) -> buildx.Attestations 
     return statements
 
 
-def _gpu_kwargs(ctx: Ctx, rec: BuildRecord, step: str, image_rocm: str | None) -> tuple[dict, tuple[dict, ...]]:
+def _gpu_kwargs(ctx: Ctx, rec: BuildRecord, step: str,
+                image_rocm: str | None) -> tuple[gpu.RunOptions, tuple[dict[str, Any], ...]]:
     """Device access by number for this step (chosen render nodes, their GIDs), checked before the container."""
     o = ctx.plan.options
     access = gpu.device_access(o.request.gpu, user=o.request.user_id, arch=o.arch.value)
@@ -221,7 +226,7 @@ def validate(ctx: Ctx, rec: BuildRecord) -> Outcome:
     kwargs, gpus = _gpu_kwargs(ctx, rec, "validate", _image_rocm(ctx, rec)) if spec.gpu else ({}, None)
     out = ctx.plan.options.run_dir / "validation.json"
     out.unlink(missing_ok=True)
-    result = engine.run_container(ctx.cli, rec.candidate_id, spec, kwargs)
+    result = engine.run_container(ctx.cli, rec.candidate(), spec, kwargs)
     data = json.loads(out.read_text()) if out.is_file() else None
     rec = replace(rec, validation=data, gpu=gpus or rec.gpu)
     if data is None:
@@ -240,7 +245,7 @@ def smoke(ctx: Ctx, rec: BuildRecord) -> Outcome:
     if plan.smoke is None:
         return replace(rec, smoke={"status": "skipped", "reason": plan.smoke_skip_reason}), StepStatus.SKIPPED, plan.smoke_skip_reason or ""
     kwargs, gpus = _gpu_kwargs(ctx, rec, "smoke", _image_rocm(ctx, rec)) if plan.smoke.gpu else ({}, None)
-    result = engine.run_container(ctx.cli, rec.candidate_id, plan.smoke, kwargs)
+    result = engine.run_container(ctx.cli, rec.candidate(), plan.smoke, kwargs)
     parsed = smoke_result(result.logs)
     data = {"status": "passed" if result.exit_code == 0 and parsed else "failed", "exit_code": result.exit_code,
             "command": list(plan.smoke.command), "model": str(plan.options.request.model), "result": parsed,
@@ -251,13 +256,15 @@ def smoke(ctx: Ctx, rec: BuildRecord) -> Outcome:
     return rec, StepStatus.PASSED, f"{parsed['new_tokens']} new tokens ({parsed['counted_by']})"
 
 
-def smoke_result(logs: str) -> dict | None:
+def smoke_result(logs: str) -> dict[str, Any] | None:
     for line in reversed(logs.splitlines()):
         if line.startswith("SMOKE_RESULT "):
             try:
-                return json.loads(line.removeprefix("SMOKE_RESULT "))
+                # docker/scripts/smoke.py prints one JSON object after the prefix
+                parsed: dict[str, Any] = json.loads(line.removeprefix("SMOKE_RESULT "))
             except ValueError:
                 return None
+            return parsed
     return None
 
 
@@ -273,7 +280,7 @@ def release_tag(ctx: Ctx, rec: BuildRecord) -> tuple[BuildRecord, str]:
     return replace(rec, facts=facts, tag=result), metadata.release_repo(o.request.registry, facts.arch, facts.ck_mode)
 
 
-def refuse_dirty(cli, image: str, where: str) -> None:
+def refuse_dirty(cli: DockerClient, image: str, where: str) -> None:
     """An image built from a local checkout (--src) never gets a release tag."""
     labels = engine.inspect(cli, image).get("Config", {}).get("Labels") or {}
     if labels.get(srcplan.DIRTY_LABEL) == "true":
@@ -344,7 +351,7 @@ def report(ctx: Ctx, rec: BuildRecord) -> Outcome:
     return rec, StepStatus.PASSED, str(folder)
 
 
-def observe(cli, rec: BuildRecord, base: str | None = None) -> BuildRecord:
+def observe(cli: DockerClient | None, rec: BuildRecord, base: str | None = None) -> BuildRecord:
     """What the report says that only the engine and the clock know, into the record: the candidate's size,
     layers and labels (when there is a candidate and an engine), and the time the run ended."""
     image = None
@@ -358,7 +365,7 @@ def observe(cli, rec: BuildRecord, base: str | None = None) -> BuildRecord:
     return replace(rec, image=image, finished=time.monotonic())
 
 
-def _owned(cli, rec: BuildRecord, sizes: list[dict], base: str | None) -> list[dict]:
+def _owned(cli: DockerClient, rec: BuildRecord, sizes: list[dict[str, Any]], base: str | None) -> list[dict[str, Any]]:
     """Each layer named by the image that first holds it: the base image, or the unit (venv, atom-layer, clean,
     candidate) whose layers the candidate's start with. Bottom first, so the layer at index i belongs to the
     smallest of those images that has more than i layers."""

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from ..errors import UsageError
 
@@ -170,7 +171,7 @@ def load(name: str, overrides: Mapping[str, object] | None = None, path: Path | 
     return Profile(str(data.get("name", name)), table(_freeze(data)), file)
 
 
-def _read_chain(file: Path, name: str, seen: tuple[Path, ...]) -> dict:
+def _read_chain(file: Path, name: str, seen: tuple[Path, ...]) -> dict[str, Any]:
     if not file.is_file():
         if file.parent.resolve() != PROFILE_DIR.resolve():
             raise UsageError(f"profile file {file} does not exist or is not a file. To fix, pass --profile "
@@ -222,7 +223,7 @@ def _sibling(file: Path, parent: str) -> Path:
     return beside if beside.is_file() else PROFILE_DIR / name
 
 
-def merge(base: dict, child: Mapping) -> dict:
+def merge(base: dict[str, Any], child: Mapping[str, Any]) -> dict[str, Any]:
     """Child tables merge into the parent's key by key; any other value replaces the parent's."""
     out = copy.deepcopy(base)
     for key, value in child.items():
@@ -233,7 +234,7 @@ def merge(base: dict, child: Mapping) -> dict:
     return out
 
 
-def check(data: Mapping, schema: Mapping, file: Path, prefix: str) -> None:
+def check(data: object, schema: Mapping[str, object], file: Path, prefix: str) -> None:
     """Unknown keys and values of the wrong type are errors that name the key and the file."""
     if not isinstance(data, Mapping):
         raise UsageError(f"profile {file}: {prefix.rstrip('.') or 'the file'} must be a table. To fix, see cleanbuild/profiles/default.toml.")
@@ -272,7 +273,7 @@ def _describe(spec: object) -> str:
     return names.get(spec, str(spec))
 
 
-def _check_required(data: Mapping, file: Path) -> None:
+def _check_required(data: Mapping[str, Any], file: Path) -> None:
     for key in REQUIRED:
         if key not in data:
             raise UsageError(f"profile {file} lacks {key}. To fix, add it (see cleanbuild/profiles/default.toml).")
@@ -294,7 +295,7 @@ def _check_required(data: Mapping, file: Path) -> None:
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
-def set_key(data: dict, dotted: str, value: object, file: Path) -> None:
+def set_key(data: dict[str, Any], dotted: str, value: object, file: Path) -> None:
     keys = dotted.split(".")
     spec: object = SCHEMA
     node = data
