@@ -71,7 +71,7 @@ def build_context(folder, upstream):
 def audit_base(docker_engine) -> str:
     """The offline profile's stand-in base (Debian 12, python3, venv; ~30 s the first time, then cached)."""
     plan = make_plan(profiles.load("offline"), build_of(Arch.GFX942))
-    return prepare.ensure_standin(plan.prepare, plan.options.cache_dir,
+    return prepare.ensure_standin(plan.prepare, plan.options.request.cache_dir,
                                   lambda ref: engine.image_id(docker_engine, ref) is not None)
 
 

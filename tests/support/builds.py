@@ -78,7 +78,7 @@ def build_variant(cli, variant: Variant) -> Built:
 
 def standin_base(cli) -> str:
     plan = offline_plan(VARIANTS[0])
-    return prepare.ensure_standin(plan.prepare, plan.options.cache_dir, lambda ref: engine.image_id(cli, ref) is not None)
+    return prepare.ensure_standin(plan.prepare, plan.options.request.cache_dir, lambda ref: engine.image_id(cli, ref) is not None)
 
 
 def forget(cli, units) -> None:
