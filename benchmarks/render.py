@@ -128,6 +128,13 @@ def ci(r: dict) -> Rows:
             ("integration tier (`nox -s integration`)", f"{r['integration_passed']} passed; {minutes(r['integration_s'])}")]
 
 
+def bisect(r: dict) -> Rows:
+    found = "named the rerouting commit" if r["found"] else "did NOT name the rerouting commit"
+    return [(f"a dispatcher regression among {r['commits']} commits", f"{found}; {r['check_runs']} validation runs "
+             f"(bound {r['bound']}); each run {seconds(r['run_s_mean'])} on average, {seconds(r['run_s_max'])} at "
+             f"most; {seconds(r['total_s'])} in all")]
+
+
 # name -> (title, what it measures and its goal, the rows of its table). The page follows this order.
 BENCHMARKS: dict[str, tuple[str, str, Callable[[dict], Rows]]] = {
     "single": ("One variant, cold", "The build steps of gfx950 CK-free from nothing.", single),
@@ -148,6 +155,9 @@ BENCHMARKS: dict[str, tuple[str, str, Callable[[dict], Rows]]] = {
             "Goal for the Python edit: at most 10 s of build steps.", src),
     "export": ("Reproducible export per compression", "One unit built with `--no-cache` to an OCI archive with "
                "rewrite-timestamp, then `docker load`ed (benchmarks/bench_export.py).", export),
+    "bisect": ("Bisect", "`atom-build bisect aiter --check gemm-hipblaslt` on a hand-made history whose one commit "
+               "reroutes untuned GEMMs to torch, on the CPU. Goal: at most ceil(log2 N) + 2 validation runs, each "
+               "under a minute.", bisect),
     "ci": ("CI", "What CI runs, on a fresh clone.", ci),
 }
 

@@ -19,17 +19,9 @@ from cleanbuild.bisect import checks as checking
 from cleanbuild.bisect.command import bisect_command
 from cleanbuild.errors import UsageError
 from cleanbuild.settings import resolve
-from tests.support.gitrepos import commit_all, git
+from tests.support.fake_aiter import JIT_EXITS, JIT_FIXED, history, tuned_gemm
+from tests.support.gitrepos import git
 
-FIXTURES = Path(__file__).parents[1] / "validation" / "fixtures"
-JIT_FIXED = b'''def build_module(name):
-    try:
-        compile_it(name)
-    except Exception as e:
-        raise RuntimeError(f"failed to build {name}") from e
-'''
-JIT_EXITS = JIT_FIXED.replace(b'raise RuntimeError(f"failed to build {name}") from e',
-                              b'raise SystemExit(f"failed to build {name}")')
 # Real ATOM main: 9efc2c12 "Eplb v2 mega (#1691)" imports aiter.ops.flydsl.kernels.mega_moe, which aiter at the
 # profiles' pin (79366eb8) lacks; c2d40e2d is 8 first-parent commits before e9f70aaf.
 ATOM_GOOD, ATOM_BAD = "c2d40e2dd2c6b35e96fe33a60ef3e74a0a3da29c", "e9f70aafaf9e038a922ee6908e0142454831e26d"
@@ -42,26 +34,6 @@ def request(repo: Path | None = None, *, arch: str | None = None, **sets: str):
     pairs = [f"components.aiter.repo={repo}"] if repo else []
     pairs += [f"{k}={v}" for k, v in sets.items()]
     return resolve({"profile": "offline", "set": pairs, "arch": arch, "device": "cpu"}, None)
-
-
-def tuned_gemm(name: str) -> str:
-    # The validation fixtures plus the module-level logger the no-asm-gemm-gfx950 patch needs (aiter has one).
-    text = (FIXTURES / f"{name}.py.txt").read_text()
-    return text.replace("from aiter import gemm_a16w16_asm, hipb_mm", "from aiter import gemm_a16w16_asm, hipb_mm, logger")
-
-
-def history(tmp_path: Path, files_by_commit: list[dict[str, str | bytes]]) -> tuple[Path, list[str]]:
-    """A repository with one commit per entry (each writes its files); returns it and the SHAs, oldest first."""
-    repo = tmp_path / "fake-aiter"
-    (repo / "aiter" / "configs").mkdir(parents=True)
-    git(repo, "init", "-q", "-b", "main")
-    shas = []
-    for index, files in enumerate(files_by_commit):
-        for path, data in {**files, "aiter/configs/NOTES": f"commit {index}\n"}.items():
-            (repo / path).parent.mkdir(parents=True, exist_ok=True)
-            (repo / path).write_bytes(data if isinstance(data, bytes) else data.encode())
-        shas.append(commit_all(repo, f"commit {index} (#{1000 + index})"))
-    return repo, shas
 
 
 def run_json(capsys, *args, **kwargs) -> tuple[int, dict]:
