@@ -51,9 +51,10 @@ def check_sources(request: Request) -> None:
     git pin's repository exists (or answers) and holds its ref (cleanbuild.upstream.gitrepo.check_ref)."""
     from .upstream.gitrepo import check_ref
 
-    for comp in request.profile.components:
-        if comp.source == "git":
-            check_ref(str(comp.get("repo")), str(comp.get("ref")), f"components.{comp.name}.ref")
+    profile = request.profile
+    for comp in profile.components:
+        if comp.source == "git":  # where the build reads it: the mirror's copy when one is set
+            check_ref(profile.read_from(comp.name), str(comp.get("ref")), f"components.{comp.name}.ref")
 
 
 def plans(request: Request) -> list[Plan]:

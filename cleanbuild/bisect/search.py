@@ -72,7 +72,7 @@ def _repo(profile: Profile, component: str) -> Repo:
     if comp.source != "git":
         raise UsageError(f"bisect {component} failed because the profile {profile.name} does not build it from git. "
                          "To fix, choose a profile that pins it by commit (default, offline).")
-    return Repo(str(comp.get("repo")))
+    return Repo(profile.read_from(component))  # the mirror's copy when one is set
 
 
 def resolve_range(repo: Repo, component: str, good: str, bad: str, first_parent: bool) -> Range:
@@ -97,7 +97,7 @@ def _other_tree(profile: Profile, component: str, work: Path) -> str:
     if pin.source != "git":
         raise UsageError(f"--check import failed because the profile {profile.name} has no git pin of {name}. To "
                          "fix, choose a profile that pins both (default, offline).")
-    repo = Repo(str(pin.get("repo")))
+    repo = Repo(profile.read_from(name))
     ref = str(pin.get("ref"))
     repo.fetch(ref)
     tree.export(repo.git_dir, repo.commit(ref).sha, name, work / "other")
