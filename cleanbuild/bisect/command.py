@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 from ..errors import UsageError
+from ..outputs import output_folder
 from ..request import Request
 from . import checks as checking
 from . import report
@@ -25,7 +25,7 @@ def bisect_command(request: Request, component: str, good: str | None, bad: str 
     comp = checking.component(component)
     chosen = checking.parse(comp, names)
     if report_dir is not None:
-        writable(report_dir)
+        output_folder(report_dir, "--report")  # the one output check (cleanbuild.outputs), before any step
     archs = [a.value for a in request.arch]
     if len(archs) > 1:
         raise UsageError("bisect --arch failed because it takes one arch. To fix, pass --arch gfx942 or gfx950.")
@@ -41,13 +41,3 @@ def bisect_command(request: Request, component: str, good: str | None, bad: str 
         print(f"report: {report_dir}/bisect.json, bisect.md", file=sys.stderr)
     report.render(data, as_json=as_json)
     return outcome.exit_code
-
-
-def writable(folder: Path) -> None:
-    """--report DIR: a folder (or one this user can create) this user can write, checked before any step runs."""
-    if folder.exists() and not folder.is_dir():
-        raise UsageError(f"--report {folder} failed because it is a file. To fix, name a folder.")
-    existing = next(p for p in [folder.absolute(), *folder.absolute().parents] if p.exists())
-    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
-        raise UsageError(f"--report {folder} failed because {existing} is not a writable folder. To fix, name a "
-                         "folder this user can write.")
