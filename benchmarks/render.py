@@ -93,7 +93,10 @@ def bump(r: dict) -> Rows:
         value = seconds(row["build_s"]) + steps(row, ("wheels", "clean"))
         if "build_share_of_cold" in row:
             value += f" = {row['build_share_of_cold']:g} x cold; built {', '.join(row['units_built'])}"
-            value += f"; new bytes {row['new_bytes'] / 1e6:.1f} MB = {row['new_share'] * 100:.1f} % of the image"
+            if row.get("new_share") is not None:  # None: the containerd store does not say a layer's size
+                value += f"; new bytes {row['new_bytes'] / 1e6:.1f} MB = {row['new_share'] * 100:.1f} % of the image"
+            else:
+                value += f"; {row['layers_new']} of {row['layers']} layers new (the store gives no sizes)"
         rows.append((what, value))
     return rows
 
