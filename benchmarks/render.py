@@ -49,6 +49,14 @@ def noop(r: dict) -> Rows:
     return [("build-clean's build steps again, nothing changed", seconds(r["wall_s"]))]
 
 
+def engines(r: dict) -> Rows:
+    rows = [(f"{run['engine']}, {'containerd' if run['containerd_store'] else 'classic'} store: {run['variant']} cold",
+             seconds(run["wall_s"]) + steps(run)) for run in r["runs"]]
+    if r["containerd_over_classic"] is not None:
+        rows.append(("containerd store over classic store", f"{r['containerd_over_classic']:g} x"))
+    return rows
+
+
 def digest(r: dict) -> Rows:
     same = "the same" if r["same_digests"] else "DIFFERENT"
     return [(f"two cold builds of {r['variant']}", ", ".join(seconds(w) for w in r["cold_walls_s"])),
@@ -138,10 +146,21 @@ def bisect(r: dict) -> Rows:
              f"most; {seconds(r['total_s'])} in all")]
 
 
+def bisect_image(r: dict) -> Rows:
+    found = "named the rerouting commit" if r["found"] else "did NOT name the rerouting commit"
+    return [(f"a dispatcher regression among {r['commits']} commits of the real aiter", f"{found}; "
+             f"{r['check_runs']} validation runs (bound {r['bound']}); --good (its image found by key) "
+             f"{seconds(r['good_s'])}; each step that built an image {seconds(r['run_s_mean'])} on average, "
+             f"{seconds(r['run_s_max'])} at most; {seconds(r['total_s'])} in all")]
+
+
 # name -> (title, what it measures and its goal, the rows of its table). The page follows this order.
 BENCHMARKS: dict[str, tuple[str, str, Callable[[dict], Rows]]] = {
     "single": ("One variant, cold", "The build steps of gfx950 CK-free from nothing.", single),
     "noop": ("Nothing changed", "The same build steps again: every image reused by its key.", noop),
+    "engines": ("Two engines, one run", "The cold single row on this engine, then on a second one beside it "
+                "(bench_build.py --only engines --side SOCKET). Goal: the containerd store at most 1.15 x the "
+                "classic store.", engines),
     "digest": ("Reproducible digests", "Two cold builds, images removed and cache pruned before each.", digest),
     "matrix": ("Four variants", "gfx942/gfx950 x CK/CK-free cold, the shared layers built once. "
                "Goal: at most 1.6 x one variant.", matrix),
@@ -161,6 +180,11 @@ BENCHMARKS: dict[str, tuple[str, str, Callable[[dict], Rows]]] = {
     "bisect": ("Bisect", "`atom-build bisect aiter --check gemm-hipblaslt` on a hand-made history whose one commit "
                "reroutes untuned GEMMs to torch, on the CPU. Goal: at most ceil(log2 N) + 2 validation runs, each "
                "under a minute.", bisect),
+    "bisect_image": ("Bisect through image builds", "`atom-build bisect aiter --image --check gemm-hipblaslt` over "
+                     "commits made on the real aiter pin, one of which points solMap's hipblaslt entry at torch: each "
+                     "step builds the commit's gfx950 CK-free image and validates inside it on the CPU. Goal: at "
+                     "most ceil(log2 N) + 2 validation runs; a step costs what an aiter-only bump costs.",
+                     bisect_image),
     "ci": ("CI", "What CI runs, on a fresh clone.", ci),
 }
 

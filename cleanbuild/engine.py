@@ -205,10 +205,8 @@ def run_container(cli: DockerClient, image: str, spec: RunSpec, gpu: Mapping[str
             Path(host).mkdir(parents=True, exist_ok=True)
     kwargs = _sealed_kwargs(spec) if sealed else _sdk_kwargs(spec, gpu or {})
     argv = spec.argv(image)
-    if sealed:
-        print(f"+ {shlex.join([*argv[:3], *SEALED_FLAGS, *argv[3:]])}", file=sys.stderr, flush=True)
-    else:
-        print(f"+ {' '.join(argv)}", flush=True)
+    shown = [*argv[:3], *SEALED_FLAGS, *argv[3:]] if sealed else argv
+    print(f"+ {shlex.join(shown)}", file=sys.stderr, flush=True)  # stderr, as every command: stdout is a task's answer
     container = cli.containers.create(image, list(spec.command), **kwargs)
     try:
         try:

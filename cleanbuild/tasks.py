@@ -155,12 +155,13 @@ def verify(c: Context, request: Request, ref: str, json: bool = False) -> None:
           "(gemm-hipblaslt, moe-triton, ...) or import; default: the patches and the validation checks that need no "
           "image", report="write bisect.json and bisect.md to this folder",
           all_parents="test commits of merged branches too (default: first-parent history)",
-          image="each step a real image build (not implemented yet: exit 2)",
+          image="each step builds the commit's image (only its units rebuild) and validates inside it; "
+          "checks: any validation check (default: all of them)",
           arch="gfx942 or gfx950: the arch the validation checks validate (needed with them)")
 def bisect(c: Context, request: Request, component: str, good: str | None = None, bad: str | None = None,
            check: list[str] | None = None, report: str | None = None, all_parents: bool = False, image: bool = False,
            json: bool = False) -> int:
-    """Find the upstream commit that broke a patch, a validation check or ATOM's imports (git bisect, no image)."""
+    """Find the upstream commit that broke a patch, a validation check or ATOM's imports (git bisect)."""
     from .bisect.command import bisect_command
 
     return bisect_command(request, component, good, bad, tuple(check or ()), as_json=json,

@@ -37,25 +37,36 @@ def component(name: str) -> str:
     return name
 
 
-def default_checks(comp: str) -> tuple[Check, ...]:
-    """Every patch of the component, and (aiter) every validation check that needs no image."""
+def default_checks(comp: str, image: bool = False) -> tuple[Check, ...]:
+    """Every patch of the component, and (aiter) every validation check that needs no image; with --image, every
+    validation check (the validate step of build-clean, on each commit's image)."""
+    if image:
+        return tuple(Check(VALIDATION, v) for v in (*SOURCE_CHECKS, *IMAGE_CHECKS))
     patches = tuple(Check(PATCH, p) for p, owner in PATCHES.items() if owner == comp)
     return patches + (tuple(Check(VALIDATION, v) for v in SOURCE_CHECKS) if comp == "aiter" else ())
 
 
-def parse(comp: str, names: tuple[str, ...]) -> tuple[Check, ...]:
+def parse(comp: str, names: tuple[str, ...], image: bool = False) -> tuple[Check, ...]:
     """--check NAME ... (none: the defaults) -> checks, each one once, in the order given."""
+    if image and comp != "aiter":
+        raise UsageError(f"bisect {comp} --image failed because every check an image runs validates aiter's code, "
+                         f"which does not change with {comp}. To fix, drop --image (patch:<name> and import check "
+                         f"{comp}'s source tree), or bisect aiter --image.")
     if not names:
-        return default_checks(comp)
+        return default_checks(comp, image)
     checks: list[Check] = []
     for name in names:
-        check = _one(comp, name)
+        check = _one(comp, name, image)
         if check not in checks:
             checks.append(check)
     return tuple(checks)
 
 
-def _one(comp: str, name: str) -> Check:
+def _one(comp: str, name: str, image: bool) -> Check:
+    if image and (name.startswith("patch:") or name == IMPORT):
+        raise UsageError(f"--check {name} failed because it checks the source tree, and --image checks what is "
+                         "built: a drifting patch makes a commit untestable there. To fix, drop --image for it, or "
+                         f"choose validation checks: {', '.join((*SOURCE_CHECKS, *IMAGE_CHECKS))}.")
     if name.startswith("patch:"):
         patch = name.removeprefix("patch:")
         if PATCHES.get(patch) != comp:
@@ -64,14 +75,13 @@ def _one(comp: str, name: str) -> Check:
         return Check(PATCH, patch)
     if name == IMPORT:
         return Check(IMPORT, IMPORT)
-    if name in SOURCE_CHECKS and comp == "aiter":
-        return Check(VALIDATION, name)
-    if name in SOURCE_CHECKS:
+    if name in (*SOURCE_CHECKS, *IMAGE_CHECKS) and comp != "aiter":
         raise UsageError(f"--check {name} failed because validation runs aiter's code, which does not change with "
                          f"{comp}. To fix, bisect aiter for it, or check {comp} with patch:<name> or import.")
+    if name in SOURCE_CHECKS or (image and name in IMAGE_CHECKS):
+        return Check(VALIDATION, name)
     if name in IMAGE_CHECKS:
-        raise UsageError(f"--check {name} failed because it reads an installed image, and bisecting through image "
-                         "builds (--image) is not implemented yet. To fix, choose one of: "
-                         f"{', '.join(SOURCE_CHECKS)}.")
+        raise UsageError(f"--check {name} failed because it reads an installed image. To fix, add --image (each "
+                         f"step then builds the commit's image), or choose one of: {', '.join(SOURCE_CHECKS)}.")
     raise UsageError(f"--check {name} failed because no check has that name. To fix, name patch:<name> "
-                     f"({', '.join(PATCHES)}), import, or one of: {', '.join(SOURCE_CHECKS)}.")
+                     f"({', '.join(PATCHES)}), import, or one of: {', '.join((*SOURCE_CHECKS, *IMAGE_CHECKS))}.")

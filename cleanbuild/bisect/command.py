@@ -5,11 +5,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from .. import engine
 from ..errors import UsageError
 from ..outputs import output_folder
 from ..request import Request
 from . import checks as checking
-from . import report
+from . import imagestep, report
 from .search import bisect
 
 
@@ -17,24 +18,24 @@ def bisect_command(request: Request, component: str, good: str | None, bad: str 
                    as_json: bool = False, report_dir: Path | None = None, first_parent: bool = True,
                    image: bool = False) -> int:
     """0 found, 1 every commit good (or no commit, or undecided); errors raise (2, 3, 130)."""
-    if image:
-        raise UsageError("bisect --image failed because bisecting through image builds is not implemented yet. "
-                         "To fix, drop --image: each step then checks the commit's source tree.")
     if not good or not bad:
         raise UsageError("bisect failed because it needs both ends of the range. To fix, pass --good REF and --bad REF.")
     comp = checking.component(component)
-    chosen = checking.parse(comp, names)
+    chosen = checking.parse(comp, names, image)
     if report_dir is not None:
         output_folder(report_dir, "--report")  # the one output check (cleanbuild.outputs), before any step
-    archs = [a.value for a in request.arch]
+    archs = request.arch
     if len(archs) > 1:
         raise UsageError("bisect --arch failed because it takes one arch. To fix, pass --arch gfx942 or gfx950.")
     if not archs and any(c.kind == checking.VALIDATION for c in chosen):
         raise UsageError(f"bisect failed because the validation checks ({', '.join(c.name for c in chosen if c.kind == checking.VALIDATION)}) "
                          "need the arch they validate. To fix, pass --arch gfx942 or gfx950 (or --check only "
                          "patch:<name> and import).")
-    outcome = bisect(request.profile, comp, good, bad, chosen, arch=archs[0] if archs else None,
-                     device=request.device, first_parent=first_parent)
+    setup = imagestep.Setup(request, archs[0]) if image else None
+    if image:
+        engine.client()  # no engine: exit 3 now, before the first step
+    outcome = bisect(request.profile, comp, good, bad, chosen, arch=archs[0].value if archs else None,
+                     device=request.device, first_parent=first_parent, image=setup)
     data = report.to_dict(outcome)
     if report_dir is not None:
         report.write(data, report_dir)

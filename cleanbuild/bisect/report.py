@@ -10,6 +10,8 @@ from typing import Any
 from ..atomic import replace_all
 from .search import Outcome
 
+WHERE = {True: ", each in the commit's image (--image)", False: ", each on the commit's source tree"}
+
 
 def to_dict(outcome: Outcome) -> dict[str, Any]:
     span, first = outcome.range, outcome.first_bad
@@ -17,6 +19,7 @@ def to_dict(outcome: Outcome) -> dict[str, Any]:
         "component": span.component, "exit_code": outcome.exit_code, "summary": outcome.summary,
         "good": span.good.__dict__, "bad": span.bad.__dict__, "commits": span.commits,
         "first_parent": span.first_parent, "checks": [c.label for c in outcome.checks],
+        "steps_build_images": outcome.image,
         "first_bad": None if first is None else {**first.__dict__, "pull_request": outcome.pull_request},
         "at_first_bad": outcome.at_first_bad, "at_parent": outcome.at_parent,
         "steps": [{"sha": s.sha, "verdict": s.verdict, "seconds": s.seconds,
@@ -29,7 +32,7 @@ def lines(data: dict[str, Any]) -> list[str]:
     first = data["first_bad"]
     out = [f"bisect {data['component']}: {data['commits']} commit(s) in {data['good']['sha'][:12]}.."
            f"{data['bad']['sha'][:12]} ({'first-parent' if data['first_parent'] else 'all parents'}); "
-           f"checks: {', '.join(data['checks'])}"]
+           f"checks: {', '.join(data['checks'])}{WHERE[data['steps_build_images']]}"]
     if first:
         pr = f" (pull request #{first['pull_request']})" if first["pull_request"] else ""
         out += [f"first bad commit: {first['sha']}", f"  date:    {first['date']}",
@@ -48,7 +51,8 @@ def markdown(data: dict[str, Any]) -> str:
     first = data["first_bad"]
     head = [f"# bisect {data['component']}", "", f"- range: `{data['good']['sha']}..{data['bad']['sha']}` "
             f"({data['commits']} commits, {'first-parent' if data['first_parent'] else 'all parents'})",
-            f"- checks: {', '.join(f'`{c}`' for c in data['checks'])}", f"- result: {data['summary']}"]
+            f"- checks: {', '.join(f'`{c}`' for c in data['checks'])}{WHERE[data['steps_build_images']]}",
+            f"- result: {data['summary']}"]
     if first:
         pr = f" (#{first['pull_request']})" if first["pull_request"] else ""
         head += [f"- first bad commit: `{first['sha']}` {first['date']}{pr}", f"  - subject: {first['subject']}"]

@@ -22,7 +22,7 @@ from ..run import run, run_logged
 from ..spec import REPO_ROOT
 from ..upstream.gitrepo import Commit, Repo
 from ..upstream.profiles import Profile
-from . import probe, step, tree
+from . import imagestep, probe, step, tree
 from .checks import IMPORT, Check
 
 PR = re.compile(r"\(#(\d+)\)")
@@ -48,19 +48,22 @@ class Outcome:
     at_first_bad: list[str] = field(default_factory=list)  # the failing lines there
     at_parent: list[str] = field(default_factory=list)  # the same checks' lines at its first parent
     steps: list[step.Step] = field(default_factory=list)
+    image: bool = False  # each step built the commit's image (bisect --image)
 
 
 def bisect(profile: Profile, component: str, good: str, bad: str, checks: tuple[Check, ...], *, arch: str | None,
-           device: str | None, first_parent: bool = True) -> Outcome:
+           device: str | None, first_parent: bool = True, image: imagestep.Setup | None = None) -> Outcome:
+    """image: each step builds the commit's image and validates it (bisect --image), else checks its tree."""
     repo = _repo(profile, component)
     span = resolve_range(repo, component, good, bad, first_parent)
     if span.commits == 0:
-        return Outcome(span, checks, 1, f"the range {good}..{bad} holds no commit to test")
+        return Outcome(span, checks, 1, f"the range {good}..{bad} holds no commit to test", image=image is not None)
     work = Path(tempfile.mkdtemp(prefix="cleanbuild-bisect-"))
     try:
         other = _other_tree(profile, component, work) if any(c.kind == IMPORT for c in checks) else None
         plan = step.Plan(str(repo.git_dir), str(work / "bisect.git"), component, checks,
-                         probe.Setup(component, arch, device, other, {}), str(work / "steps.jsonl"), str(work))
+                         probe.Setup(component, arch, device, other, {}), str(work / "steps.jsonl"), str(work),
+                         imagestep.save(image, work / "image-setup.pickle") if image else None)
         return _search(repo, plan, span, work)
     finally:
         with held():
@@ -113,7 +116,7 @@ def _search(repo: Repo, plan: step.Plan, span: Range, work: Path) -> Outcome:
     plan = replace(plan, setup=replace(plan.setup, baseline={f.check: f.value for f in first.findings}))
     step.Plan.write(plan, work / "plan.json")
     last = step.test(plan, span.bad.sha)
-    outcome = Outcome(span, plan.checks, 1, "", steps=[first, last])
+    outcome = Outcome(span, plan.checks, 1, "", steps=[first, last], image=plan.image is not None)
     if last.verdict == probe.GOOD:
         outcome.summary = f"every check holds at --bad {span.bad.sha[:12]}: nothing broke between --good and --bad"
         return outcome

@@ -1,6 +1,7 @@
 """`python -m cleanbuild.bisect.step PLAN [--commit SHA]`: test one commit, git bisect run's exit-code protocol.
 
-Without --commit it tests BISECT_HEAD of the bisection's repository (git bisect start --no-checkout). Exit 0 good,
+Without --commit it tests BISECT_HEAD of the bisection's repository (git bisect start --no-checkout): its source
+tree, or (with an image setup, `bisect --image`) an image built of it (cleanbuild.bisect.imagestep). Exit 0 good,
 1 bad, 125 untestable (skip it: the package is absent there, a patch drifts under a validation check), 128 to
 abort the bisection (an error of the host, said in the record), 130 interrupted. Each step appends one JSON line
 to the plan's record file: the commit, its verdict, its findings and its seconds.
@@ -17,9 +18,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import CleanBuildError
+from ..errors import CleanBuildError, Interrupted
 from ..run import run
-from . import probe, tree
+from . import imagestep, probe, tree
 from .checks import Check
 
 EXIT = {probe.GOOD: 0, probe.BAD: 1, probe.UNTESTABLE: 125}
@@ -35,6 +36,7 @@ class Plan:
     setup: probe.Setup
     record: str  # JSON lines, one per step
     work: str  # where each step's tree is made and removed
+    image: str | None = None  # bisect --image: the file holding the imagestep.Setup (each step builds an image)
 
     def write(self, path: Path) -> Path:
         path.write_text(json.dumps(asdict(self), indent=2) + "\n")
@@ -60,8 +62,24 @@ class Step:
 
 
 def test(plan: Plan, sha: str) -> Step:
-    """Export sha's package, check it, record the step. A commit without the package is untestable."""
+    """Check sha (its tree, or its image), record the step."""
     start = time.perf_counter()
+    if plan.image:
+        folder = Path(tempfile.mkdtemp(prefix=f"{sha[:12]}-image-", dir=plan.work))
+        try:
+            findings = imagestep.probe(imagestep.load(Path(plan.image)), plan.package, plan.checks, sha, folder)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+    else:
+        findings = _tree_findings(plan, sha)
+    step = Step(sha, probe.verdict(findings), round(time.perf_counter() - start, 2), tuple(findings))
+    with Path(plan.record).open("a") as record:
+        record.write(json.dumps({**asdict(step), "findings": [f.to_json() for f in findings]}) + "\n")
+    return step
+
+
+def _tree_findings(plan: Plan, sha: str) -> list[probe.Finding]:
+    """Export sha's package and check it. A commit without the package is untestable."""
     work = Path(tempfile.mkdtemp(prefix=f"{sha[:12]}-", dir=plan.work))
     try:
         try:
@@ -75,10 +93,7 @@ def test(plan: Plan, sha: str) -> Step:
             findings = probe.probe(plan.setup, plan.checks, work / "tree")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    step = Step(sha, probe.verdict(findings), round(time.perf_counter() - start, 2), tuple(findings))
-    with Path(plan.record).open("a") as record:
-        record.write(json.dumps({**asdict(step), "findings": [f.to_json() for f in findings]}) + "\n")
-    return step
+    return findings
 
 
 def bisect_head(plan: Plan) -> str:
@@ -92,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         plan = Plan.read(Path(args[0]))
         sha = args[2] if args[1:2] == ["--commit"] else bisect_head(plan)
         step = test(plan, sha)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Interrupted):
         return 130
     except Exception as exc:  # noqa: BLE001 - any error aborts the bisection (exit 1 would call the commit bad)
         print(f"bisect step: error: {exc}", file=sys.stderr)

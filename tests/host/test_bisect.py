@@ -100,7 +100,7 @@ def test_report_folder_gets_json_and_markdown(tmp_path, capsys):
 @pytest.mark.parametrize(("component", "names", "says"), [
     ("mori", (), "not a component bisect knows"),
     ("aiter", ("patch:atom-ck-free-triton-gemm",), "aiter has no such patch"),
-    ("aiter", ("gemm-ck",), "not implemented yet"),
+    ("aiter", ("gemm-ck",), "add --image"),
     ("aiter", ("gemm-nothing",), "no check has that name"),
     ("atom", ("gemm-hipblaslt",), "bisect aiter for it"),
 ])
@@ -116,9 +116,61 @@ def test_validation_checks_need_an_arch(tmp_path):
         bisect_command(request(repo), "aiter", shas[0], shas[0], ())
 
 
-def test_image_is_refused_in_one_line():
-    with pytest.raises(UsageError, match="not implemented yet"):
+@pytest.mark.parametrize("component,names,says", [
+    ("atom", (), "does not change with atom"),
+    ("aiter", ("patch:tuned-gemm-hipblaslt",), "drop --image for it"),
+    ("aiter", ("import",), "drop --image for it"),
+])
+def test_image_mode_refuses_checks_it_cannot_run(component, names, says):
+    with pytest.raises(UsageError, match=says):
+        bisect_command(request(arch="gfx950"), component, "main", "main", names, image=True)
+
+
+def test_image_mode_checks_default_to_every_validation_check_and_allow_the_image_ones():
+    every = checking.parse("aiter", (), image=True)
+    assert {c.kind for c in every} == {checking.VALIDATION}
+    assert {c.name for c in every} == {*checking.SOURCE_CHECKS, *checking.IMAGE_CHECKS}
+    assert checking.parse("aiter", ("gemm-ck",), image=True) == (checking.Check(checking.VALIDATION, "gemm-ck"),)
+    with pytest.raises(UsageError, match="add --image"):
+        checking.parse("aiter", ("gemm-ck",))
+
+
+def test_image_mode_without_an_engine_is_exit_3_before_any_step(monkeypatch, tmp_path):
+    from cleanbuild.errors import EnvironmentProblem
+
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    with pytest.raises(EnvironmentProblem, match="engine is not reachable"):
+        bisect_command(request(arch="gfx950"), "aiter", "main", "main", (), image=True)
+
+
+def test_image_mode_names_the_arch_it_builds_for():
+    with pytest.raises(UsageError, match="pass --arch gfx942 or gfx950"):
         bisect_command(request(), "aiter", "main", "main", (), image=True)
+
+
+@pytest.mark.network  # the commit's lock is remade with uv
+def test_image_setup_travels_to_the_step_process_and_pins_the_commit(tmp_path):
+    from cleanbuild.bisect import imagestep
+    from cleanbuild.images.plan import make_plan
+    from cleanbuild.upstream import lock
+
+    asked = resolve({"profile": "offline", "arch": "gfx950", "ck_free": True, "device": "cpu"}, None)
+    setup = imagestep.Setup(asked, asked.arch[0])
+    loaded = imagestep.load(Path(imagestep.save(setup, tmp_path / "setup.pickle")))
+    assert loaded == setup
+    sha = "8a9186d983ed34ece2f68fe039e07f1b0abe147b"
+    pinned = imagestep.at_commit(loaded.request, "aiter", sha, tmp_path / "step")
+    assert pinned.profile.component("aiter").get("ref") == sha
+    assert pinned.profile.name == asked.profile.name and pinned.ck_free
+    assert pinned.profile.read_from("aiter") == asked.profile.read_from("aiter")  # the mirror's copy kept
+    assert lock.check(pinned.profile) == []  # its own lock, remade for the commit
+    assert lock.lock_paths(pinned.profile)[0].parent == tmp_path / "step"  # never the repository's lock files
+    plan = imagestep.plan_for(loaded, "aiter", sha, checking.parse("aiter", ("gemm-hipblaslt", "gemm-ck"), image=True),
+                              tmp_path / "step")
+    assert plan.validate.command[-3:] == ("--only", "gemm-hipblaslt", "gemm-ck")
+    assert "ckfree" in plan.patch.image and plan.prepare.lock_problem is None
+    at_pin = imagestep.plan_for(loaded, "aiter", str(asked.profile.component("aiter").get("ref")), (), tmp_path / "pin")
+    assert at_pin.units == make_plan(asked.profile, asked.build(asked.arch[0])).units  # the pin: every key the same
 
 
 def test_a_ref_not_in_the_repository(tmp_path):
