@@ -444,12 +444,32 @@ def find_by_key(cli: DockerClient, unit: str, key: str, name: str = "", on: str 
     on: the image (name or ID) the unit's target starts FROM. Only an image built on exactly its layers is taken:
     one built on another image of that key (Docker 20.10 rebuilds with new bytes) would ship those layers again
     under the next build that starts FROM the name, so it is built again instead."""
-    found = _keyed(cli, unit, key)
-    if on is not None:
-        below = layers(cli, on)
-        found = [i for i in found if i.attrs.get("RootFS", {}).get("Layers", [])[:len(below)] == below]
+    below = layers(cli, on) if on is not None else None
+    named = _named_with_key(cli, name, unit, key) if name else None
+    if named is not None and (below is None or _sits_on(named, below)):
+        return _id(named), tuple(named.tags)  # what the listing below would pick, for one inspect (no-op builds)
+    found = _keyed(cli, unit, key)  # lists every image: slow on the containerd store, so only where name misses
+    if below is not None:
+        found = [i for i in found if _sits_on(i, below)]
     pairs = [(_id(i), tuple(i.tags)) for i in found]
     return next((i for i in pairs if name in i[1]), pairs[0] if pairs else None)
+
+
+def _sits_on(image: Image, below: list[str]) -> bool:
+    return list(image.attrs.get("RootFS", {}).get("Layers", []))[:len(below)] == below
+
+
+@_boundary
+def _named_with_key(cli: DockerClient, name: str, unit: str, key: str) -> Image | None:
+    """The image called name, when it was built for this unit and key (else None: absent, or another key's)."""
+    import docker
+
+    try:
+        image = cli.images.get(name)
+    except docker.errors.ImageNotFound:
+        return None
+    labels = image.attrs.get("Config", {}).get("Labels") or {}
+    return image if labels.get(KEY_LABEL) == key and labels.get(UNIT_LABEL) == unit else None
 
 
 @_boundary

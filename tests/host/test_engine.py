@@ -228,8 +228,9 @@ def test_missing_content_with_no_copy_in_the_registry_is_one_line(monkeypatch):
 
 
 class _Image:
-    def __init__(self, image_id: str, tags: tuple[str, ...], created: str):
-        self.id, self.tags, self.attrs = image_id, list(tags), {"Created": created}
+    def __init__(self, image_id: str, tags: tuple[str, ...], created: str, key: str = "k1"):
+        self.id, self.tags = image_id, list(tags)
+        self.attrs = {"Created": created, "Config": {"Labels": {engine.KEY_LABEL: key, engine.UNIT_LABEL: "venv"}}}
 
 
 class _Images:
@@ -241,7 +242,16 @@ class _Images:
 
     def list(self, filters):
         self.filters = filters
-        return list(self.images)
+        return [i for i in self.images if f"{engine.KEY_LABEL}={i.attrs['Config']['Labels'][engine.KEY_LABEL]}"
+                in filters["label"]]
+
+    def get(self, name):
+        import docker
+
+        found = [i for i in self.images if name in i.tags]
+        if not found:
+            raise docker.errors.ImageNotFound(name)
+        return found[0]
 
 
 class _Cli:
@@ -254,9 +264,17 @@ NEWER = _Image("sha256:new", ("127.0.0.1:5000/x/venv:k1",), "2026-12-01T11:00:00
 
 
 def test_find_by_key_keeps_the_name_on_the_image_that_has_it():
-    """A name never moves to another image of the same key: what was built FROM it keeps the same bytes."""
+    """A name never moves to another image of the same key: what was built FROM it keeps the same bytes. The
+    named image is asked for by name: no listing of every image (slow on the containerd store)."""
     cli = _Cli([NEWER, OLDER])
     assert engine.find_by_key(cli, "venv", "k1", "atom-build/venv:k1")[0] == "sha256:old"
+    assert cli.images.filters is None
+
+
+def test_find_by_key_lists_by_label_when_the_name_holds_another_key():
+    moved = _Image("sha256:moved", ("atom-build/venv:k1",), "2026-12-01T12:00:00Z", key="k2")
+    cli = _Cli([NEWER, moved])
+    assert engine.find_by_key(cli, "venv", "k1", "atom-build/venv:k1")[0] == "sha256:new"
     assert cli.images.filters == {"label": [f"{engine.KEY_LABEL}=k1", f"{engine.UNIT_LABEL}=venv"]}
 
 
