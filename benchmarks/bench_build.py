@@ -26,6 +26,14 @@ that on. Measured, in order:
             rebuilt, everything else reused): build steps (reading the checkout through the patch layer) and total
             (through validation, the dev tag and the report); this row prunes nothing.
 
+  engines   `single` on this engine, then on the engine at --side, one after the other in one run (e.g. Docker 26
+            here and Debian 12's dockerd 20.10 beside it: `dockerd --config-file EMPTY.json -H
+            unix:///run/docker20.sock --data-root /var/lib/docker20 --exec-root /run/docker20 --pidfile
+            /run/docker20.pid --iptables=false --bridge=none`; or 20.10 here and `.ci/install-docker.sh --side
+            docker26`); each engine's version, store, wall
+            and steps, and the ratio of the containerd store's build steps (wheels, clean, patch) to the classic
+            store's (goal <= 1.15)
+
 `--only ROW[,ROW]` runs some rows (bump alone takes ~10 min on 2 cores). Each row is written to --out as it
 finishes, with its date, engine and this command line; the entry it replaces moves to "superseded".
 """
@@ -298,6 +306,31 @@ def src(cli) -> dict:
 FULL = ("single", "noop", "install", "matrix", "layers", "tests", "registry", "bump", "src")
 
 
+def engines(cli, args) -> dict:
+    """The cold single row on two engines, one after the other: this one, then --side's (DOCKER_HOST for the SDK
+    and for every docker/buildx command the build runs)."""
+    import os
+
+    if not args.side:
+        sys.exit("the engines row needs --side unix:///run/NAME.sock: a second engine (.ci/install-docker.sh --side)")
+    rows = []
+    for host in (os.environ.get("DOCKER_HOST"), args.side):
+        if host is None:
+            os.environ.pop("DOCKER_HOST", None)
+        else:
+            os.environ["DOCKER_HOST"] = host
+        here = engine.client()
+        facts = engine.preflight(here, 1.0)
+        rows.append({"engine": f"Docker {facts.version}", "containerd_store": facts.containerd_store,
+                     "host": host or "default", **single(here)})
+    classic = [r for r in rows if not r["containerd_store"]]
+    containerd = [r for r in rows if r["containerd_store"]]
+    for row in rows:  # the build steps: a fresh engine's prepare also imports the stand-in base once
+        row["build_s"] = round(sum(row["steps"].get(n, 0.0) for n in ("wheels", "clean", "patch")), 1)
+    ratio = round(containerd[0]["build_s"] / classic[0]["build_s"], 2) if classic and containerd else None
+    return {"runs": rows, "containerd_over_classic": ratio}
+
+
 def install(cli, args) -> dict:
     """The current single row's cold clean step over the unzip floor (the full run measures single first)."""
     cold = current(args.out, "single")
@@ -312,7 +345,7 @@ ONLY = {"single": lambda cli, a: single(cli), "noop": lambda cli, a: noop(cli), 
         "matrix": lambda cli, a: matrix(cli)[0], "tests": lambda cli, a: {"wall_s": nox_tests()},
         "layers": lambda cli, a: layers(cli, [offline_plan(v, run_id="bench") for v in MATRIX]),
         "registry": lambda cli, a: registry_flow(cli, a.registry), "bump": lambda cli, a: bump(cli),
-        "src": lambda cli, a: src(cli), "digest": lambda cli, a: digest(cli)}
+        "src": lambda cli, a: src(cli), "digest": lambda cli, a: digest(cli), "engines": engines}
 
 
 def main() -> int:
@@ -320,6 +353,7 @@ def main() -> int:
     parser.add_argument("--registry", default="127.0.0.1:5000")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results.json")
     parser.add_argument("--only", default="", help=f"comma-separated rows: {','.join(ONLY)}")
+    parser.add_argument("--side", help="the second engine of the engines row (unix:///run/NAME.sock)")
     args = parser.parse_args()
     rows = args.only.split(",") if args.only else list(FULL)
     unknown = [row for row in rows if row not in ONLY]
