@@ -2,10 +2,11 @@
 the image it made.
 
 The component is pinned at the commit the way `pins --bump` pins it (a profile that inherits the user's, its lock
-remade for the commit, in the step's own folder), the build runs preflight..patch (the keys move only for the component's units: aiter's wheel, the wheels image, clean
-and the candidate; everything below is found by key), then the validate step runs the chosen checks in the
-candidate. A commit that does not build, or whose patches drift, is untestable (git bisect skips it); a check
-that fails inside the image makes it bad. The engine gone, or Ctrl-C, stops the bisection.
+remade for the commit, in the step's own folder), the build runs preflight..patch (the keys move only for the
+component's units: aiter's wheel, the wheels image, clean and the candidate; everything below is found by key),
+then the validate step runs the chosen checks in the candidate. A commit that does not build, or whose patches
+drift, is untestable (git bisect skips it); a check that fails inside the image makes it bad. The engine gone, or
+Ctrl-C, stops the bisection.
 
 The step runs in `git bisect run`'s child process, so the request travels in a file of the bisection's private
 work folder: pickled, because it holds the loaded profile (its read-only mappings are saved as plain dicts).
