@@ -52,6 +52,8 @@ def fails(capsys, *argv) -> tuple[int, list[str]]:
     (("plan", "--arch", "gfx942", "--model", "/no/such/model"), "error: --model /no/such/model is not a folder"),
     (("plan", "--arch", "gfx942,gfx1100"), "error: architecture 'gfx1100' is not supported"),
     (("patch",), "error: give exactly one of --folder DIR or --image TAG."),
+    (("bisect", "atom", "--image", "--ck-free", "--good", "a", "--bad", "b", "--arch", "gfx950"),
+     "error: bisect atom --image failed because every check an image runs validates aiter's code"),
     (("patch", "--folder", "a", "--image", "b"), "error: give exactly one of --folder DIR or --image TAG."),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, needle):
