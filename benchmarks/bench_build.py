@@ -6,7 +6,8 @@
 It prunes the BuildKit cache and removes the offline images several times: run it on a build host you may do
 that on. Measured, in order:
   single    one variant (gfx950 CK-free) cold: preflight -> patch, after `docker builder prune -af` and removing
-            its images; per-step seconds
+            its images; per-step seconds, and per-unit seconds with the longest chain of units that need each
+            other's images (what one graph of the units could buy with a core per unit)
   matrix    the 4 variants (gfx942/gfx950 x CK/CK-free) cold the same way: the four wheels images at once on one
             BuildKit, then clean and patch each; wall and its ratio to `single` (goal <= 1.6)
   layers    the matrix's unique layer bytes over one image's bytes (goal <= 1.25), from the engine's layer store
@@ -108,8 +109,42 @@ def timed_run(cli, plan, names=BUILD) -> tuple[float, dict[str, float]]:
 def single(cli) -> dict:
     plan = offline_plan(MATRIX[3], run_id="bench")
     prune(cli, [plan])
-    wall, steps = timed_run(cli, plan)
-    return {"variant": MATRIX[3].name, "wall_s": round(wall, 1), "steps": steps}
+    start = time.monotonic()
+    rec = pipeline.run(plan, cli, BUILD, failed_report=False)
+    wall = time.monotonic() - start
+    return {"variant": MATRIX[3].name, "wall_s": round(wall, 1), "steps": {s.name: round(s.seconds, 1) for s in rec.steps},
+            "graph": graph(plan, rec)}
+
+
+def read(unit) -> set[str]:
+    """The build arguments unit's target reads (a unit is also passed every global ARG it does not read)."""
+    from cleanbuild.images.dockerfile import used_args
+
+    args = dict(unit.args)
+    return used_args(unit.dockerfile, unit.target, args) if unit.target else set(args)
+
+
+def graph(plan, rec) -> dict:
+    """What one graph of the plan's units could buy (issue 31), from this run's per-unit seconds (each unit's build,
+    export and load): their sum, as the units run now (one after another), and the longest chain of units that
+    need each other's images (a build argument naming another unit's image): the wall with a core per unit."""
+    seconds = {u.name: u.seconds for u in rec.units}
+    by_image = {u.image: u.name for u in plan.units}
+    needs = {u.name: [by_image[v] for k, v in u.args if k in read(u) and by_image.get(v, u.name) != u.name]
+             for u in plan.units}
+    finish: dict[str, float] = {}
+
+    def done(name: str) -> float:
+        if name not in finish:
+            finish[name] = seconds.get(name, 0.0) + max((done(d) for d in needs[name]), default=0.0)
+        return finish[name]
+
+    chain = [max(needs, key=done)]
+    while needs[chain[-1]]:
+        chain.append(max(needs[chain[-1]], key=done))
+    return {"units_s": round(sum(seconds.values()), 1), "critical_path_s": round(done(chain[0]), 1),
+            "units": {n: round(t, 1) for n, t in seconds.items()},
+            "critical_path": chain[::-1]}
 
 
 def matrix(cli) -> tuple[dict, list]:

@@ -41,8 +41,15 @@ def minutes(value: float) -> str:
 
 
 def single(r: dict) -> Rows:
-    return [(f"{r['variant']} cold (BuildKit cache pruned, images removed): preflight -> patch",
+    rows = [(f"{r['variant']} cold (BuildKit cache pruned, images removed): preflight -> patch",
              seconds(r["wall_s"]) + steps(r))]
+    return rows + graph(r["graph"]) if "graph" in r else rows
+
+
+def graph(g: dict) -> Rows:
+    return [("its units one after another (the sum of their build, export and load seconds)", seconds(g["units_s"])),
+            ("the longest chain of units that need each other's images (the wall with a core per unit)",
+             f"{seconds(g['critical_path_s'])}: {' -> '.join(g['critical_path'])}")]
 
 
 def noop(r: dict) -> Rows:
