@@ -57,6 +57,19 @@ def test_names_the_commit_that_reroutes_the_dispatcher_to_torch(tmp_path, capsys
     assert data["check_runs"] <= math.ceil(math.log2(len(shas) - 1)) + 2
 
 
+def test_skipped_commits_that_leave_it_open_are_listed_and_exit_1(tmp_path, capsys):
+    """Commits 1 and 2 drift the patch that validation needs (untestable: git bisect skips them), commit 3
+    reroutes: the first bad commit is one of 1, 2 or 3, and bisect says so instead of guessing."""
+    commits = [{"aiter/tuned_gemm.py": tuned_gemm("tuned_gemm_honest")}, {"aiter/tuned_gemm.py": "def broken(:\n"}, {},
+               {"aiter/tuned_gemm.py": tuned_gemm("tuned_gemm_reroutes_to_torch")}]
+    repo, shas = history(tmp_path, commits)
+    code, data = run_json(capsys, request(repo, arch="gfx942"), "aiter", shas[0], shas[-1], ("gemm-hipblaslt",))
+    assert (code, data["first_bad"]) == (1, None)
+    assert data["summary"].startswith("skipped commits leave it open: the first bad commit is one of ")
+    assert {sha[:12] for sha in shas[1:]} == set(data["summary"].rsplit("one of ", 1)[1].split(", "))
+    assert {s["verdict"] for s in data["steps"]} == {"good", "bad", "untestable"}
+
+
 def test_names_the_commit_whose_patch_outcome_changes(tmp_path, capsys):
     commits = [{"aiter/jit/core.py": JIT_FIXED}, {}, {}, {}, {"aiter/jit/core.py": JIT_EXITS}, {}, {}, {}, {}]
     repo, shas = history(tmp_path, commits)
