@@ -149,7 +149,8 @@ def verify(c: Context, request: Request, ref: str, json: bool = False) -> None:
     commands.verify(ref, request, as_json=json)
 
 
-@cli_task(common=("arch", "profile", "set", "device", "mirror", "ck_free", "ca_bundle", "progress"), iterable=("check",),
+@cli_task(common=("arch", "profile", "set", "device", "mirror", "ck_free", "ca_bundle", "progress"),
+          iterable=("check",),
           component="aiter or atom", good="a commit (or branch, tag) where the checks hold",
           bad="a later commit where they do not", check="what bad means (repeatable): patch:NAME, a validation check "
           "(gemm-hipblaslt, moe-triton, ...) or import; default: the patches and the validation checks that need no "

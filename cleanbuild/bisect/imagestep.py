@@ -35,7 +35,7 @@ from ..settings import profile as load_profile
 from ..upstream import lock
 from ..upstream.profiles import PROFILE_DIR, chain
 from .checks import Check
-from .probe import BAD, GOOD, UNTESTABLE, Finding
+from .probe import UNTESTABLE, Finding, validation_finding
 
 BUILD = ("preflight", "prepare", "wheels", "clean", "patch")
 # What a commit can get wrong in its own build (not the host's fault): git bisect skips such a commit.
@@ -101,9 +101,9 @@ def plan_for(setup: Setup, component: str, sha: str, checks: tuple[Check, ...], 
 
 def probe(setup: Setup, component: str, checks: tuple[Check, ...], sha: str, folder: Path) -> list[Finding]:
     """Build sha's image and validate it: one finding per check. folder: the step's own (its profile and lock)."""
-    plan = plan_for(setup, component, sha, checks, folder)
     cli = engine.client()
     try:
+        plan = plan_for(setup, component, sha, checks, folder)  # a commit the lock cannot be made for: skipped too
         rec = pipeline.run(plan, cli, BUILD, failed_report=False)
     except UNTESTABLE_ERRORS as exc:
         why = (str(exc).splitlines() or [type(exc).__name__])[0]
@@ -119,10 +119,7 @@ def probe(setup: Setup, component: str, checks: tuple[Check, ...], sha: str, fol
 
 def _finding(rec: BuildRecord, check: Check, sha: str) -> Finding:
     results = {c["name"]: c for c in (rec.validation or {}).get("checks", [])}
-    result = results.get(check.name)
-    if result is None:
+    if check.name not in results:
         return Finding(check.label, UNTESTABLE, f"{check.label}: untestable: validation in the image of {sha[:12]} "
                        "wrote no result for it")
-    reason = str(result.get("reason", "")).removeprefix(f"{result['status']}: ")
-    state = BAD if result["status"] == "failed" else GOOD
-    return Finding(check.label, state, f"{check.label}: {result['status']} in the image: {reason}", result["status"])
+    return validation_finding(results[check.name], " in the image")

@@ -105,13 +105,14 @@ def _validation(setup: Setup, names: list[str], root: Path, drift: list[str]) ->
         return [Finding(n, UNTESTABLE, f"{n}: untestable: python -m validation exited {proc.returncode}: {tail}")
                 for n in names]
     report = {c["name"]: c for c in json.loads(out.read_text())["checks"]}
-    return [_validation_finding(report[n]) for n in names]
+    return [validation_finding(report[n]) for n in names]
 
 
-def _validation_finding(check: dict[str, Any]) -> Finding:
+def validation_finding(check: dict[str, Any], where: str = "") -> Finding:
+    """One check of validation's JSON report as a finding (where: said after its status, e.g. " in the image")."""
     state = BAD if check["status"] == "failed" else GOOD
     reason = check["reason"].removeprefix(f"{check['status']}: ")  # validation's reason may start with its status
-    return Finding(check["name"], state, f"{check['name']}: {check['status']}: {reason}", check["status"])
+    return Finding(check["name"], state, f"{check['name']}: {check['status']}{where}: {reason}", check["status"])
 
 
 def _imports(setup: Setup, root: Path) -> Finding:
