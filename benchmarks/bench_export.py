@@ -5,8 +5,9 @@
 Builds one unit of gfx950 CK-free (default: venv, the 2.7 GB layer) with --no-cache to an OCI archive with
 SOURCE_DATE_EPOCH and rewrite-timestamp=true, once per compression (KIND-LEVEL: that compression-level), then `docker load`s it: build and load
 seconds, archive bytes, manifest digest; the rows go to results.json's "export" entry. Needs Docker >= 26 with the containerd image store and the unit's
-FROM images present (a build of the offline profile first). Builds now export into an OCI layout
-(cleanbuild.images.ocilayout); this script keeps the archive it measured, which holds the layer as a layout does.
+FROM images present (a build of the offline profile first). Builds now export straight into the image store without
+rewrite-timestamp (cleanbuild.images.imagestore, docker/scripts/clamp_times.py); this script keeps the path it measured
+then, for its rows.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ or builds or runs a container itself.
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 from collections.abc import Mapping
 from dataclasses import replace
@@ -20,7 +21,7 @@ from .images.plan import Plan, build_spec, commands, make_plan
 from .images.record import BuildRecord
 from .outputs import output_folder
 from .refs import image_ref, parse_image, split_image
-from .run import quote, run
+from .run import labelled, quote, run
 from .settings import Request
 from .spec import REPO_ROOT, patches_argv
 from .upstream import mirror
@@ -159,7 +160,7 @@ def build_clean(request: Request, *, dry_run: bool) -> list[BuildRecord]:
     todo = plans(request)
     cli = engine.client()
     if len(todo) > 1:
-        wheels_matrix(cli, todo)
+        build_matrix(cli, todo)
     done = []
     for plan in todo:
         rec = pipeline.run(plan, cli, plan.steps)
@@ -170,11 +171,32 @@ def build_clean(request: Request, *, dry_run: bool) -> list[BuildRecord]:
     return done
 
 
-def wheels_matrix(cli: DockerClient, todo: list[Plan]) -> None:
-    """The wheels of several archs and CK modes: one variant after another, each component once for all (every
-    component image is found by its key: torch, the closure and ATOM are built by the first variant only)."""
-    for plan in todo:
-        pipeline.run(plan, cli, BUILD_STEPS, failed_report=False)
+def build_matrix(cli: DockerClient, todo: list[Plan]) -> None:
+    """The images of several archs and CK modes, through the patch step; validation and what follows it then run
+    one variant after another and find every image by its key. The first variant builds alone: it makes every unit
+    the variants share (the build environments, torch, the closure, ATOM, the venv and ATOM layers). The others
+    then build at once on the same BuildKit, one thread and engine client each, and each makes only its own units
+    (aiter, mori, the wheels, clean and candidate images); their output lines start with the variant. A failure in
+    one lets the others finish, then the first failure is raised; Ctrl-C reaches every build through the process
+    group and each thread cleans up after its own."""
+    first, *rest = todo
+    pipeline.run(first, cli, _build_steps(first), failed_report=False)
+    if not rest:
+        return
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(rest), thread_name_prefix="matrix") as pool:
+        futures = [pool.submit(_build_variant, plan) for plan in rest]
+        concurrent.futures.wait(futures)
+    for future in futures:
+        future.result()
+
+
+def _build_steps(plan: Plan) -> tuple[str, ...]:
+    return tuple(s for s in plan.steps if s in (*BUILD_STEPS, "clean", "dev", "patch"))
+
+
+def _build_variant(plan: Plan) -> None:
+    with labelled(plan.stem):
+        pipeline.run(plan, engine.client(), _build_steps(plan), failed_report=False)
 
 
 # ---- steps on an existing image -----------------------------------------------------------------------------

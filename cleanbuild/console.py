@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .run import label
+
 # Not a terminal (CI, a log file): plain lines, wide enough that image names and argv are not wrapped.
 console = Console(stderr=True, highlight=False, force_terminal=None if sys.stderr.isatty() else False,
                   width=None if sys.stderr.isatty() else 200, soft_wrap=True)
@@ -18,11 +20,11 @@ MARKS = {"passed": "[green]✓[/green]", "reused": "[green]✓[/green]", "skippe
 
 
 def step_started(name: str) -> None:
-    console.print(f"[bold]▶ {name}[/bold]")
+    console.print(f"{escape(label())}[bold]▶ {name}[/bold]")
 
 
 def step_done(name: str, status: str, seconds: float, detail: str) -> None:
-    console.print(f"{MARKS.get(status, '?')} {name} ({seconds:.1f} s){' ' + escape(detail) if detail else ''}")
+    console.print(f"{escape(label())}{MARKS.get(status, '?')} {name} ({seconds:.1f} s){' ' + escape(detail) if detail else ''}")
 
 
 class _Step(Protocol):

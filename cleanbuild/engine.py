@@ -37,8 +37,9 @@ if TYPE_CHECKING:
     from docker.models.images import Image
 
 MIN_ENGINE = Version("20.10")
-# Moby 26.0 vendors BuildKit 0.13, the first with the exporters' rewrite-timestamp (Debian's build reports BuildKit
-# "v0.0.0+unknown", so the engine's version is what can be read).
+# Moby 26.0 vendors BuildKit 0.13: SOURCE_DATE_EPOCH in the config and history, whiteouts at time 0, mount stubs
+# removed with their parent's time kept (measured, 2026-12-03). Debian's build reports BuildKit "v0.0.0+unknown",
+# so the engine's version is what can be read.
 REPRODUCIBLE_ENGINE = Version("26.0")
 CONTAINERD_STORE = "io.containerd.snapshotter.v1"
 _COUNTER = itertools.count()
@@ -108,9 +109,10 @@ def preflight(cli: DockerClient, need_gib: float, builder: str | None = None) ->
 
 
 def reproducible_builds(version: str, containerd_store: bool, builder: str | None) -> bool:
-    """BuildKit >= 0.13 (the engine's own: Docker >= 26) rewrites every file's and the config's times to
-    SOURCE_DATE_EPOCH, and the containerd store loads an OCI archive as it is (ID = manifest digest, pushed
-    unchanged). A named builder's BuildKit version is not known here: it keeps the --load path."""
+    """BuildKit >= 0.13 (the engine's own: Docker >= 26) sets the config's times to SOURCE_DATE_EPOCH and leaves a
+    RUN's layer with the times the RUN set (docker/scripts/clamp_times.py), and its image exporter writes into the
+    containerd store as it is (ID = manifest digest, pushed unchanged). A named builder's BuildKit version is not
+    known here: it keeps the --load path."""
     return builder is None and containerd_store and Version(_numeric(version)) >= REPRODUCIBLE_ENGINE
 
 

@@ -7,13 +7,15 @@ wrapper script cannot leave its children running.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,6 +86,24 @@ def _argv(argv: Sequence[str | os.PathLike[str]]) -> list[str]:
     return args
 
 
+# While several builds run at once (cleanbuild.commands.build_matrix), what each thread echoes starts with its variant.
+_label: ContextVar[str] = ContextVar("echo_label", default="")
+
+
+@contextlib.contextmanager
+def labelled(label: str) -> Iterator[None]:
+    """Every command echoed, build line shown and step printed in this block (this thread) starts with [label]."""
+    token = _label.set(f"[{label}] ")
+    try:
+        yield
+    finally:
+        _label.reset(token)
+
+
+def label() -> str:
+    return _label.get()
+
+
 def run(argv: Sequence[str | os.PathLike[str]], *, check: bool = True, capture: bool = False,
         timeout: float | None = None, echo: bool = True, env: Mapping[str, str] | None = None,
         cwd: str | Path | None = None, binary: bool = False) -> Result:
@@ -94,7 +114,7 @@ def run(argv: Sequence[str | os.PathLike[str]], *, check: bool = True, capture: 
     """
     args = _argv(argv)
     if echo:
-        print(f"+ {quote(args)}", file=sys.stderr, flush=True)
+        print(f"{label()}+ {quote(args)}", file=sys.stderr, flush=True)
     full_env = None if env is None else {**os.environ, **env}
     pipe = subprocess.PIPE if capture or binary else None
     with subprocess.Popen(args, stdout=pipe, stderr=subprocess.PIPE if capture or binary else None,  # noqa: S603
@@ -128,7 +148,7 @@ def run_logged(argv: Sequence[str | os.PathLike[str]], log: Path, *, show: bool 
     Ctrl-C reaches the child through the process group as usual; we wait for it so no build is left running.
     """
     args = _argv(argv)
-    print(f"+ {quote(args)}", file=sys.stderr, flush=True)
+    print(f"{label()}+ {quote(args)}", file=sys.stderr, flush=True)
     log.parent.mkdir(parents=True, exist_ok=True)
     full_env = None if env is None else {**os.environ, **env}
     with log.open("w") as sink, subprocess.Popen(  # noqa: S603 - argv list, no shell
@@ -139,7 +159,7 @@ def run_logged(argv: Sequence[str | os.PathLike[str]], log: Path, *, show: bool 
                 line = raw.decode(errors="replace")
                 sink.write(line)
                 if show:
-                    sys.stderr.write(line)
+                    sys.stderr.write(label() + line)
         except KeyboardInterrupt:
             proc.terminate()
             proc.wait(timeout=60)

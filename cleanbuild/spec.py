@@ -81,4 +81,4 @@ class EngineFacts:
     root_dir: str
     free_gib: float
     containerd_store: bool = False  # the containerd image store: an image's ID is its manifest digest
-    reproducible: bool = False  # same inputs, same digest: rewrite-timestamp builds (cleanbuild.images.buildx)
+    reproducible: bool = False  # same inputs, same digest: the image store path (cleanbuild.images.buildx)

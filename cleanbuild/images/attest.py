@@ -1,12 +1,12 @@
 """Attestations attached to an image the way BuildKit attaches its own (docs.docker.com, "Attestation storage"):
-the single-image OCI archive a reproducible build wrote becomes an image index of two manifests, the image's and an
+the image manifest a reproducible build exported is wrapped in an image index of two manifests, the image's and an
 attestation manifest (platform unknown/unknown, annotated with the image manifest's digest) whose layers are
 in-toto statements, one per predicate (here the CycloneDX SBOM and the SLSA provenance of cleanbuild.images.sbom).
 
 The statements are a function of the build's inputs, so the index digest is as reproducible as the image's: the
 containerd image store names the loaded image by it, `docker push` sends it as it is, and registries and
-`docker buildx imagetools inspect` show the attestations next to the image. cleanbuild.images.ocilayout gives the
-new index and blobs to `docker load` with the image's own.
+`docker buildx imagetools inspect` show the attestations next to the image. cleanbuild.images.imagestore gives the
+new index and blobs to `docker load`; the image's own are in the store already.
 """
 
 from __future__ import annotations

@@ -3,11 +3,10 @@
 Two paths, chosen by what the engine can do (cleanbuild.engine.reproducible_builds):
 - `--load`: the image ID comes back through --iidfile (Docker 20.10's BuildKit 0.8, the classic image store:
   every build stamps its own times, so the same inputs give another ID);
-- reproducible (Docker >= 26 with the containerd image store): SOURCE_DATE_EPOCH and
-  `--output type=oci,tar=false,rewrite-timestamp=true` into an OCI layout (cleanbuild.images.ocilayout), whose new
-  part `docker load` stores as it is. The same inputs give the same manifest digest, here and in a registry
-  (`docker push` sends those very bytes). The image exporter (`type=image`) refuses rewrite-timestamp with the
-  containerd store ("conflicts with unpack").
+- reproducible (Docker >= 26 with the containerd image store): SOURCE_DATE_EPOCH and BuildKit's image exporter
+  straight into the store (cleanbuild.images.imagestore). Every RUN of the Dockerfiles sets the times of what it
+  wrote (docker/scripts/clamp_times.py), so the same inputs give the same manifest digest, here and in a registry
+  (`docker push` sends those very bytes).
 Their command lines come from cleanbuild.images.buildx_argv; this module runs them and reads what they made.
 """
 
@@ -24,11 +23,11 @@ from ..errors import BuildFailed, StepFailed, UsageError
 from ..request import Build
 from ..run import quote, run, run_logged
 from ..spec import BuildSpec
-from . import buildx_argv, ocilayout
+from . import buildx_argv, imagestore
 from .buildx_argv import cache_flags
 from .dockerfile import declared_args
 
-Attestations = ocilayout.Statements  # image manifest digest -> in-toto statements about it
+Attestations = imagestore.Statements  # image manifest digest -> in-toto statements about it
 
 
 def build(spec: BuildSpec, options: Build, *, labels: tuple[tuple[str, str], ...] = (),
@@ -64,21 +63,19 @@ def check_build_args(spec: BuildSpec) -> None:
 
 def _build_reproducible(spec: BuildSpec, options: Build, labels: tuple[tuple[str, str], ...],
                         cache: tuple[str, ...], show: bool, attestations: Attestations | None) -> str:
-    """Build into the OCI layout, load what is new of it, and return its manifest digest (or, with attestations,
-    its index digest): the ID the containerd store gives it."""
-    layout = ocilayout.folder(options.request.cache_dir)
-    layout.mkdir(parents=True, exist_ok=True)
-    ocilayout.prune(layout)
+    """Build into the image store, attach the attestations when given, and return the manifest digest (or, with
+    attestations, the index digest): the ID the containerd store gives it."""
     metadata = options.run_dir / f"{spec.step}.metadata.json"
     metadata.unlink(missing_ok=True)
-    argv = buildx_argv.argv(spec, options, buildx_argv.oci_layout(layout, metadata), labels=labels, cache=cache)
-    before = ocilayout.blobs(layout)
+    argv = buildx_argv.argv(spec, options, buildx_argv.image_store(metadata), labels=labels, cache=cache)
     _run_build(spec, argv, options.run_dir / f"{spec.step}.log", show)
-    digest = ocilayout.load(ocilayout.exported(layout, metadata, before), attestations,
-                            options.run_dir / f"{spec.step}.load.log")
-    loaded = run(["docker", "image", "inspect", "--format", "{{.Id}}", spec.image], capture=True, echo=False).stdout.strip()
-    if loaded != digest:
-        raise BuildFailed(f"{spec.image} was loaded as {loaded}, not as its exported manifest {digest}. To fix, "
+    exp = imagestore.exported(metadata)
+    digest = str(exp.image["digest"])
+    if attestations is not None:
+        digest = imagestore.attach(exp, attestations, options.run_dir / f"{spec.step}.load.log")
+    stored = run(["docker", "image", "inspect", "--format", "{{.Id}}", spec.image], capture=True, echo=False).stdout.strip()
+    if stored != digest:
+        raise BuildFailed(f"{spec.image} is stored as {stored}, not as its exported manifest {digest}. To fix, "
                           "enable the containerd image store (features.containerd-snapshotter in daemon.json).")
     return digest
 

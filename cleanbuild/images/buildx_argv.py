@@ -23,7 +23,7 @@ SOURCE_DATE_EPOCH = 315532800
 
 def argv(spec: BuildSpec, options: Build, output: tuple[str, ...], *, labels: tuple[tuple[str, str], ...] = (),
          cache: tuple[str, ...] = (), tagged: bool = True) -> list[str]:
-    """One build of spec. output: where the image goes (load, oci_layout or local below); labels: --label pairs;
+    """One build of spec. output: where the image goes (load, image_store or local below); labels: --label pairs;
     cache: cache_flags; tagged: named spec.image (an export to a folder has no image to name)."""
     out = ["docker", "buildx", "build", *(("--builder", options.request.builder) if options.request.builder else ()),
            "--progress", options.request.progress, "--network", "host", "-f", str(spec.dockerfile)]
@@ -42,15 +42,17 @@ def load(iidfile: Path | None = None) -> tuple[str, ...]:
     return ("--load", *(("--iidfile", str(iidfile)) if iidfile else ()))
 
 
-def oci_layout(layout: Path, metadata: Path) -> tuple[str, ...]:
-    """What makes a build's bytes a function of its inputs: every time set to SOURCE_DATE_EPOCH, no provenance
-    (BuildKit's records the build's start and end); the image goes into the OCI layout (cleanbuild.images.ocilayout),
-    its descriptor into the metadata file. New layers are zstd-compressed: rewrite-timestamp compresses each layer
-    twice; README "Engines" has what it cost per compression on the venv layer (benchmarks/bench_export.py).
-    Docker >= 23 and containerd >= 1.5 pull zstd."""
+def image_store(metadata: Path) -> tuple[str, ...]:
+    """What makes a build's bytes a function of its inputs: the config's and history's times set to
+    SOURCE_DATE_EPOCH, no provenance (BuildKit's records the build's start and end); the image goes straight into
+    the engine's containerd image store (cleanbuild.images.imagestore), its descriptor into the metadata file. The
+    files' times are the Dockerfiles' own work: every RUN ends with docker/scripts/clamp_times.py and every COPY
+    copies a folder whose time that set, so there is no rewrite-timestamp pass (it decompressed, re-tarred and
+    recompressed every new layer, 64 s of a cold build, and the image exporter refuses it with the containerd
+    store). New layers are zstd-compressed (benchmarks/bench_export.py), in OCI media types (Docker's have no
+    zstd); Docker >= 23 and containerd >= 1.5 pull zstd."""
     return ("--build-arg", f"SOURCE_DATE_EPOCH={SOURCE_DATE_EPOCH}", "--provenance=false",
-            "--metadata-file", str(metadata),
-            "--output", f"type=oci,dest={layout},tar=false,compression=zstd,rewrite-timestamp=true")
+            "--metadata-file", str(metadata), "--output", "type=image,oci-mediatypes=true,compression=zstd")
 
 
 def local(dest: Path) -> tuple[str, ...]:

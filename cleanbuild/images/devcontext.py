@@ -67,6 +67,7 @@ def _dev_context(src: tuple[Checkout, ...], tmp: Path) -> None:
         (tmp / "files" / rel).write_bytes(data)
     (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     shutil.copyfile(srcplan.DEV_DIR / "overlay.py", tmp / "overlay.py")
+    shutil.copyfile(srcplan.CLAMP_SCRIPT, tmp / "clamp_times.py")
 
 
 def _git(*args: str, env: dict[str, str] | None = None) -> str:

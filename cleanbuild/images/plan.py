@@ -199,7 +199,8 @@ def make_units(profile: Profile, options: Build, base: str, prep: Prepare) -> tu
     labelled = {**scripts, "profile": profile.name, "pinned": profile.pinned}
     clean = add(make_unit("clean", (clean_df, "clean", root), {**layer, "ATOM_IMAGE": atom.image}, keys, labelled,
                           f"{reg}/clean:{stem}-"))
-    below, patches = clean, {"patches": _tree_digest(REPO_ROOT / "patches")}
+    below = clean
+    patches = {"patches": _tree_digest(REPO_ROOT / "patches"), "clamp-script": srcplan.clamp_digest()}
     if srcplan.on_route(options.src, "overlay"):
         below = add(make_unit("dev", (DOCKER_DIR / "Dockerfile.dev", None, srcplan.dev_context(options.request.cache_dir, options.src)),
                               {"IMAGE": clean.image}, keys, srcplan.dev_inputs(options.src), f"{reg}/dev:{stem}-"))

@@ -5,8 +5,8 @@ two images that differ, the first layer that differs and the first file in it th
 Same manifest bytes (every wheel's sha256), same installed file list and RECORD hashes in the venv. Image IDs may
 still differ, and the comparison says why: BuildKit 0.8 (Docker 20.10's) stamps files a RUN creates with the time
 of the build (the .pyc uv compiles, the files write_versions writes) and records each layer's creation time in the
-image config. BuildKit >= 0.13 removes both with a SOURCE_DATE_EPOCH build argument and the image exporter's
-rewrite-timestamp=true; this engine's BuildKit predates that, so there the digests are not a test of the closure.
+image config. BuildKit >= 0.13 with a SOURCE_DATE_EPOCH build argument and the Dockerfiles' own clamp of every
+RUN's times removes both; this engine's BuildKit predates that, so there the digests are not a test of the closure.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ print(json.dumps({"records": records, "files": files}))
 """
 WHY = ("image IDs differ only where BuildKit 0.8 stamps build-time mtimes on the files a RUN creates (compiled .pyc, "
        "versions.json) and creation times into the image config; BuildKit >= 0.13 removes both with the "
-       "SOURCE_DATE_EPOCH build argument and --output type=image,rewrite-timestamp=true, which Docker 20.10's "
-       "BuildKit lacks")
+       "SOURCE_DATE_EPOCH build argument (and the Dockerfiles' clamp of every RUN's times), which Docker 20.10's "
+       "BuildKit does not apply")
 
 
 def venv_facts(cli: DockerClient, image: str) -> dict[str, Any]:

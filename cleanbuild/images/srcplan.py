@@ -24,6 +24,8 @@ from ..spec import DOCKER_DIR
 from .tag import safe_field
 
 DEV_DIR = DOCKER_DIR / "dev"
+# What every RUN ends with (docker/scripts/clamp_times.py); the dev and patch layers read it from their own context.
+CLAMP_SCRIPT = DOCKER_DIR / "scripts" / "clamp_times.py"
 DIRTY_LABEL = metadata.label("dirty")
 DIFF_LABEL = metadata.label("diff-hash")
 
@@ -66,7 +68,12 @@ def dev_inputs(src: tuple[Checkout, ...]) -> dict[str, str]:
     manifest = overlay_manifest(src)
     return {"overlay": _digest({k: manifest[k] for k in ("files", "deleted")}),
             "heads": " ".join(f"{c.component}={c.head}" for c in on_route(src, "overlay")),
-            "overlay-script": hashlib.sha256((DEV_DIR / "overlay.py").read_bytes()).hexdigest()}
+            "overlay-script": hashlib.sha256((DEV_DIR / "overlay.py").read_bytes()).hexdigest(),
+            "clamp-script": clamp_digest()}
+
+
+def clamp_digest() -> str:
+    return hashlib.sha256(CLAMP_SCRIPT.read_bytes()).hexdigest()
 
 
 def dev_context(cache_dir: Path, src: tuple[Checkout, ...]) -> Path:

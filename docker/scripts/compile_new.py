@@ -44,7 +44,7 @@ def main(argv: list[str]) -> int:
     compiled = 0
     for path in files:
         try:
-            # Hash-checked: valid whatever a source file's time says (rewrite-timestamp rewrites every time).
+            # Hash-checked: valid whatever a source file's time says (clamp_times.py sets every time afterwards).
             py_compile.compile(str(path), doraise=True, invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
             compiled += 1
         except (py_compile.PyCompileError, SyntaxError, UnicodeDecodeError):

@@ -7,7 +7,7 @@
 # the installer's own `pip check` proves the venv consistent. No cache is left behind.
 set -eu
 # Hash-checked .pyc (py_compile's default when SOURCE_DATE_EPOCH is set, for uv's compile step and pip's): valid
-# whatever a source file's time says, and rewrite-timestamp sets every time to the build's SOURCE_DATE_EPOCH.
+# whatever a source file's time says, and the RUN's clamp_times.py sets every time to the build's SOURCE_DATE_EPOCH.
 export SOURCE_DATE_EPOCH=315532800
 common=$1 reqs=$2 mode=$3 arch=${4:-}
 links="--find-links $common"

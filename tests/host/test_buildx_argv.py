@@ -30,10 +30,10 @@ def test_the_ca_bundle_is_a_secret_and_the_builder_is_named(tmp_path):
     assert argv[argv.index("--builder") + 1] == "farm" and "--iidfile" not in argv
 
 
-def test_a_reproducible_build_goes_into_the_layout_with_its_cache_and_no_load(tmp_path):
+def test_a_reproducible_build_goes_into_the_store_with_its_cache_and_no_load(tmp_path):
     spec, options = spec_and_options(registry="localhost:5000/ab")
     cache = buildx_argv.cache_flags(spec, options, containerd_store=True)
-    argv = buildx_argv.argv(spec, options, buildx_argv.oci_layout(tmp_path, tmp_path / "m.json"), cache=cache)
+    argv = buildx_argv.argv(spec, options, buildx_argv.image_store(tmp_path / "m.json"), cache=cache)
     assert "--load" not in argv and argv[argv.index("--metadata-file") + 1] == str(tmp_path / "m.json")
     assert argv[argv.index("--cache-to") + 1].endswith("mode=max") and argv[-3:-1] == ["-t", spec.image]
 

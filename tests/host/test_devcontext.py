@@ -45,7 +45,7 @@ def test_the_dev_context_holds_exactly_the_changed_files_and_a_manifest(tmp_path
     devcontext.prepare(plan)
     context = plan.unit("dev").context
     files = sorted(str(p.relative_to(context)) for p in context.rglob("*") if p.is_file())
-    assert files == ["files/aiter/tuned_gemm.py", "manifest.json", "overlay.py"]
+    assert files == ["clamp_times.py", "files/aiter/tuned_gemm.py", "manifest.json", "overlay.py"]
 
 
 def test_the_dev_context_copies_the_checkouts_bytes(tmp_path, checkout):

@@ -1,5 +1,5 @@
 """The reproducible build path without an engine: which engines take it, the flags it adds, and how two layers'
-files are compared (cleanbuild.engine, buildx, reproduce; the OCI layout it exports into: test_ocilayout.py)."""
+files are compared (cleanbuild.engine, buildx, reproduce; the image store it exports into: test_imagestore.py)."""
 
 from __future__ import annotations
 
@@ -29,11 +29,12 @@ def test_reproducible_builds_only_on_docker_26_with_the_containerd_store(version
     assert reproducible_builds(version, store, builder) is expected
 
 
-def test_reproducible_flags_set_the_epoch_and_rewrite_every_timestamp_into_the_layout(tmp_path):
-    flags = buildx_argv.oci_layout(tmp_path / "oci", tmp_path / "m.json")
+def test_reproducible_flags_set_the_epoch_and_export_into_the_store_without_a_rewrite_pass(tmp_path):
+    # The Dockerfiles set the files' times (docker/scripts/clamp_times.py, tests/host/test_clamp_times.py).
+    flags = buildx_argv.image_store(tmp_path / "m.json")
     assert flags == ("--build-arg", f"SOURCE_DATE_EPOCH={buildx_argv.SOURCE_DATE_EPOCH}", "--provenance=false",
                      "--metadata-file", str(tmp_path / "m.json"), "--output",
-                     f"type=oci,dest={tmp_path / 'oci'},tar=false,compression=zstd,rewrite-timestamp=true")
+                     "type=image,oci-mediatypes=true,compression=zstd")
 
 
 def test_diff_files_names_the_first_path_and_the_fields_that_differ():

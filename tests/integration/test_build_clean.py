@@ -262,10 +262,12 @@ def test_matrix_rebuilds_only_what_is_missing(docker_engine, offline_builds, mod
     forget(docker_engine, [plan.unit("wheels") for plan in plans])
     result = build_clean("--arch", "gfx942,gfx950", "--ck-free", "--model", str(model), user="ci-matrix")
     assert result.returncode == 0, result.stderr[-3000:]
-    wheels_lines = [ln for ln in result.stderr.splitlines() if ln.startswith("✓ wheels (")]
-    # The matrix's own wheels pass builds; build-clean's steps after it find everything by key.
+    wheels_lines = [ln for ln in result.stderr.splitlines() if re.match(r"(\[[\w-]+\] )?✓ wheels \(", ln)]
+    # The matrix's own pass builds (the first variant alone, the second in its own thread, its lines labelled);
+    # build-clean's steps after it find everything by key.
     built = [ln.split("built: ", 1)[1].split(";")[0].split(", ") for ln in wheels_lines if "built: " in ln]
     assert len(built) == 2 and all("wheels" in names for names in built), wheels_lines
+    assert [ln.startswith("[gfx950-ckfree] ") for ln in wheels_lines if "built: " in ln] == [False, True]
     assert "aiter" not in built[-1]  # the session built gfx950 CK-free's aiter: found by key, not built again
     assert all(engine.image_id(docker_engine, image) for image in images)
     for arch in ("gfx942", "gfx950"):
