@@ -124,22 +124,13 @@ def single(cli) -> dict:
             "graph": graph(plan, rec)}
 
 
-def read(unit) -> set[str]:
-    """The build arguments unit's target reads (a unit is also passed every global ARG it does not read)."""
-    from cleanbuild.images.dockerfile import used_args
-
-    args = dict(unit.args)
-    return used_args(unit.dockerfile, unit.target, args) if unit.target else set(args)
-
-
 def graph(plan, rec) -> dict:
-    """What one graph of the plan's units could buy (issue 31), from this run's per-unit seconds (each unit's build,
-    export and load): their sum, as the units run now (one after another), and the longest chain of units that
-    need each other's images (a build argument naming another unit's image): the wall with a core per unit."""
+    """What the graph of the plan's units buys (issue 31), from this run's per-unit seconds (each unit's build and
+    export): their sum (the units one after another) and the longest chain of units that need each other's images
+    (Plan.needs): the wall with a core per unit. The wheels step builds its units as that graph
+    (cleanbuild.images.graph); its wall is in the row's steps."""
     seconds = {u.name: u.seconds for u in rec.units}
-    by_image = {u.image: u.name for u in plan.units}
-    needs = {u.name: [by_image[v] for k, v in u.args if k in read(u) and by_image.get(v, u.name) != u.name]
-             for u in plan.units}
+    needs = {u.name: list(plan.needs(u)) for u in plan.units}
     finish: dict[str, float] = {}
 
     def done(name: str) -> float:

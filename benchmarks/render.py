@@ -47,7 +47,8 @@ def single(r: dict) -> Rows:
 
 
 def graph(g: dict) -> Rows:
-    return [("its units one after another (the sum of their build, export and load seconds)", seconds(g["units_s"])),
+    return [("the sum of its units' seconds (each unit's build and export)",
+             seconds(g["units_s"])),
             ("the longest chain of units that need each other's images (the wall with a core per unit)",
              f"{seconds(g['critical_path_s'])}: {' -> '.join(g['critical_path'])}")]
 

@@ -92,8 +92,9 @@ _label: ContextVar[str] = ContextVar("echo_label", default="")
 
 @contextlib.contextmanager
 def labelled(label: str) -> Iterator[None]:
-    """Every command echoed, build line shown and step printed in this block (this thread) starts with [label]."""
-    token = _label.set(f"[{label}] ")
+    """Every command echoed, build line shown and step printed in this block (this thread) starts with [label],
+    after the labels of the blocks it is in."""
+    token = _label.set(f"{_label.get()}[{label}] ")
     try:
         yield
     finally:

@@ -25,7 +25,7 @@ from ..upstream.gitrepo import is_url, local_path
 from ..upstream.profiles import Profile, strings, table
 from . import buildx_argv, srcplan
 from .components import BUILD_ENVS, WHEEL_UNITS, Unit, make_unit, text_digest
-from .dockerfile import base_image
+from .dockerfile import base_image, used_args
 
 STEPS = ("preflight", "prepare", "wheels", "clean", "patch", "validate", "smoke", "tag", "report")
 DEV_STEPS = (*STEPS[:4], "dev", *STEPS[4:])  # --src with Python-only edits: the overlay layer before the patches
@@ -87,6 +87,14 @@ class Plan:
         base image, scratch): what a found image of unit must be built on to share its layers byte for byte."""
         base = base_image(unit.dockerfile, unit.target, dict(unit.args))
         return next((u for u in self.units if u.image == base), None)
+
+    def needs(self, unit: Unit) -> tuple[str, ...]:
+        """The units of this plan whose images unit's build reads (a build argument its target reads names one's
+        image; a target-less Dockerfile reads them all): what must be had before unit is built."""
+        args = dict(unit.args)
+        read = used_args(unit.dockerfile, unit.target, args) if unit.target else set(args)
+        by_image = {u.image: u.name for u in self.units}
+        return tuple(sorted({by_image[v] for k, v in unit.args if k in read and by_image.get(v, unit.name) != unit.name}))
 
     def step_units(self, step: str) -> tuple[Unit, ...]:
         """The units a build step makes: wheels (every component, then the assembly), clean (the three layers)."""

@@ -17,7 +17,7 @@ from ..errors import StepFailed, UsageError
 from ..gpuhost import gpu
 from ..refs import split_image
 from ..spec import BuildSpec
-from . import buildx, devcontext, reuse, sbom, srcplan
+from . import buildx, devcontext, graph, reuse, sbom, srcplan
 from . import prepare as preparer
 from . import report as reports
 from .buildx_argv import cache_flags
@@ -137,7 +137,9 @@ def _summary(done: tuple[UnitRecord, ...]) -> str:
 
 
 def wheels(ctx: Ctx, rec: BuildRecord) -> Outcome:
-    done = tuple(_ensure(ctx, rec, unit) for unit in ctx.plan.step_units("wheels"))
+    """Every component image and the wheels image, as a graph (cleanbuild.images.graph): independent components
+    build at the same time (the engine client's connection pool serves the threads)."""
+    done = graph.run(ctx.plan.step_units("wheels"), ctx.plan.needs, lambda unit: _ensure(ctx, rec, unit))
     assembly = done[-1]
     raw = engine.read_file(ctx.cli, assembly.image_id, "/wheels/manifest.json", rec.run_id)
     if raw is None:
