@@ -151,9 +151,9 @@ def matrix(cli) -> tuple[dict, list]:
     prune(cli, plans)
     start = time.monotonic()
     pipeline.run(plans[0], cli, ("preflight", "prepare"), failed_report=False)
-    commands.build_matrix(cli, plans)
-    per = {p.stem: timed_run(cli, p, BUILD)[1] for p in plans}
+    recs = commands.build_matrix(cli, plans)
     wall = round(time.monotonic() - start, 1)
+    per = {p.stem: {s.name: round(s.seconds, 1) for s in rec.steps} for p, rec in zip(plans, recs, strict=True)}
     one = SAME_RUN.get("single_wall_s")  # measured earlier in this run (single, or engines' first row)
     return {"wall_s": wall, "steps": per, "single_wall_s": one, "over_single": round(wall / one, 2) if one else None}, plans
 

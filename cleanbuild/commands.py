@@ -171,32 +171,31 @@ def build_clean(request: Request, *, dry_run: bool) -> list[BuildRecord]:
     return done
 
 
-def build_matrix(cli: DockerClient, todo: list[Plan]) -> None:
+def build_matrix(cli: DockerClient, todo: list[Plan]) -> list[BuildRecord]:
     """The images of several archs and CK modes, through the patch step; validation and what follows it then run
     one variant after another and find every image by its key. The first variant builds alone: it makes every unit
     the variants share (the build environments, torch, the closure, ATOM, the venv and ATOM layers). The others
     then build at once on the same BuildKit, one thread and engine client each, and each makes only its own units
     (aiter, mori, the wheels, clean and candidate images); their output lines start with the variant. A failure in
     one lets the others finish, then the first failure is raised; Ctrl-C reaches every build through the process
-    group and each thread cleans up after its own."""
+    group and each thread cleans up after its own. Returns each variant's record, in todo's order."""
     first, *rest = todo
-    pipeline.run(first, cli, _build_steps(first), failed_report=False)
+    done = [pipeline.run(first, cli, _build_steps(first), failed_report=False)]
     if not rest:
-        return
+        return done
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(rest), thread_name_prefix="matrix") as pool:
         futures = [pool.submit(_build_variant, plan) for plan in rest]
         concurrent.futures.wait(futures)
-    for future in futures:
-        future.result()
+    return done + [future.result() for future in futures]
 
 
 def _build_steps(plan: Plan) -> tuple[str, ...]:
     return tuple(s for s in plan.steps if s in (*BUILD_STEPS, "clean", "dev", "patch"))
 
 
-def _build_variant(plan: Plan) -> None:
+def _build_variant(plan: Plan) -> BuildRecord:
     with labelled(plan.stem):
-        pipeline.run(plan, engine.client(), _build_steps(plan), failed_report=False)
+        return pipeline.run(plan, engine.client(), _build_steps(plan), failed_report=False)
 
 
 # ---- steps on an existing image -----------------------------------------------------------------------------

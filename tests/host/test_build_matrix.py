@@ -33,7 +33,7 @@ def calls(monkeypatch):
             state["barrier"].wait(timeout=3)
         if plan.stem in state["fail"]:
             raise StepFailed(f"{plan.stem} failed")
-        return None
+        return f"record of {plan.stem}"
 
     clients = iter(range(1, 100))
     monkeypatch.setattr(commands.pipeline, "run", fake_run)
@@ -44,7 +44,8 @@ def calls(monkeypatch):
 def test_the_first_variant_builds_alone_then_the_others_at_once_each_with_its_own_client(calls):
     seen, state = calls
     state["barrier"] = threading.Barrier(3)
-    commands.build_matrix("main-client", _plans("first", "gfx942-ckfree", "gfx950-ck", "gfx950-ckfree"))
+    recs = commands.build_matrix("main-client", _plans("first", "gfx942-ckfree", "gfx950-ck", "gfx950-ckfree"))
+    assert recs == ["record of first", "record of gfx942-ckfree", "record of gfx950-ck", "record of gfx950-ckfree"]
     assert seen[0] == ("first", ("preflight", "prepare", "wheels", "clean", "patch"), "main-client", "", "MainThread")
     rest = sorted(seen[1:])
     assert [s[0] for s in rest] == ["gfx942-ckfree", "gfx950-ck", "gfx950-ckfree"]
