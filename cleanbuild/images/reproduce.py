@@ -110,7 +110,7 @@ FileFacts = tuple[str, int, int, int, float]  # (content sha256 or what it is, m
 
 def layer_files(saved: Path, index: int) -> dict[str, FileFacts]:
     """{path: (sha256 of content or link target, mode, uid, gid, mtime)} of layer `index` of a `docker save` tar.
-    A layer is a tar, plain, gzip or (the reproducible export's, cleanbuild.images.ocilayout) zstd: the containerd store
+    A layer is a tar, plain, gzip or (the reproducible export's, cleanbuild.images.imagestore) zstd: the containerd store
     saves each blob as it holds it."""
     with tarfile.open(saved) as outer:
         manifest = json.loads(_read(outer, "manifest.json"))
