@@ -416,7 +416,7 @@ def repo_digests(cli: DockerClient, ref: str) -> list[str]:
 
 # ---- images found by key (cleanbuild.images.components) ---------------------------------------------------------------
 
-KEY_LABEL, UNIT_LABEL, VARIANT_LABEL, INPUTS_LABEL = (metadata.label(n) for n in ("key", "unit", "variant", "inputs"))
+KEY_LABEL, UNIT_LABEL, INPUTS_LABEL = (metadata.label(n) for n in ("key", "unit", "inputs"))
 
 
 @_boundary
@@ -476,24 +476,33 @@ def _named_with_key(cli: DockerClient, name: str, unit: str, key: str) -> Image 
 
 @_boundary
 def last_inputs(cli: DockerClient, unit: str, variant: str, key: str) -> dict[str, Any] | None:
-    """The inputs of the other build of this unit (and variant) tagged here last: what changed since it was used.
+    """The inputs of the other build of this unit tagged here last: what changed since it was used. variant: the
+    plan's stem for a unit with one image per arch and CK mode, whose images count only when tagged for it
+    (`<stem>-<key>`): no image's config names its variant, since one of a key every variant shares (mori from
+    PyPI) is the same image whichever variant built it first.
     Not the newest by Created: a reproducible build's is SOURCE_DATE_EPOCH, and BuildKit 0.8 dates a cache hit by
     the build that first made its layers. The engine's LastTagTime is when this machine last built, found or pulled
-    it (every such image gets the plan's tag); Created only breaks ties."""
-    found = cli.images.list(filters={"label": [f"{UNIT_LABEL}={unit}", f"{VARIANT_LABEL}={variant}"]})
-    others = sorted((i for i in found if (i.labels or {}).get(KEY_LABEL) != key),
-                    key=lambda i: (_when((i.attrs.get("Metadata") or {}).get("LastTagTime")),
-                                   _when(i.attrs.get("Created"))), reverse=True)
+    it (every such image gets the plan's tag; cleanbuild.images.buildx names a reproducible build after it is
+    stored, since the exporter dates its own name SOURCE_DATE_EPOCH); Created only breaks ties."""
+    found = cli.images.list(filters={"label": [f"{UNIT_LABEL}={unit}"]})
+    others = sorted((i for i in found if (i.labels or {}).get(KEY_LABEL) != key and _tagged_for(i, variant)),
+                    key=lambda i: (engine_time((i.attrs.get("Metadata") or {}).get("LastTagTime")),
+                                   engine_time(i.attrs.get("Created"))), reverse=True)
     for image in others:
         with contextlib.suppress(ValueError, TypeError):
             return dict(json.loads(image.labels.get(INPUTS_LABEL, "")))
     return None
 
 
+def _tagged_for(image: Image, variant: str) -> bool:
+    """Any image for a unit of every variant; for a variant's unit, one with a tag `<variant>-...`."""
+    return not variant or any(tag.rpartition(":")[2].startswith(f"{variant}-") for tag in image.tags)
+
+
 _EPOCH = datetime.min.replace(tzinfo=UTC)
 
 
-def _when(stamp: object) -> datetime:
+def engine_time(stamp: object) -> datetime:
     """An engine's RFC 3339 time (nanoseconds, Z or an offset; Go's zero time when unset) as a datetime; the
     earliest one for what does not parse."""
     match = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)", str(stamp or ""))

@@ -64,15 +64,21 @@ def check_build_args(spec: BuildSpec) -> None:
 def _build_reproducible(spec: BuildSpec, options: Build, labels: tuple[tuple[str, str], ...],
                         cache: tuple[str, ...], show: bool, attestations: Attestations | None) -> str:
     """Build into the image store, attach the attestations when given, and return the manifest digest (or, with
-    attestations, the index digest): the ID the containerd store gives it."""
+    attestations, the index digest): the ID the containerd store gives it.
+    The image is named after it is stored (`docker tag` of the exporter's dangling image, or the attestations'
+    `docker load`): a name the exporter gives is dated SOURCE_DATE_EPOCH, and the engine's LastTagTime, which
+    says which build of a unit was here last (engine.last_inputs), is its names' newest date."""
     metadata = options.run_dir / f"{spec.step}.metadata.json"
     metadata.unlink(missing_ok=True)
-    argv = buildx_argv.argv(spec, options, buildx_argv.image_store(metadata), labels=labels, cache=cache)
+    argv = buildx_argv.argv(spec, options, buildx_argv.image_store(metadata), labels=labels, cache=cache,
+                            tagged=attestations is not None)
     _run_build(spec, argv, options.run_dir / f"{spec.step}.log", show)
     exp = imagestore.exported(metadata)
     digest = str(exp.image["digest"])
     if attestations is not None:
         digest = imagestore.attach(exp, attestations, options.run_dir / f"{spec.step}.load.log")
+    else:
+        run(["docker", "tag", digest, spec.image], capture=True, echo=False)
     stored = run(["docker", "image", "inspect", "--format", "{{.Id}}", spec.image], capture=True, echo=False).stdout.strip()
     if stored != digest:
         raise BuildFailed(f"{spec.image} is stored as {stored}, not as its exported manifest {digest}. To fix, "

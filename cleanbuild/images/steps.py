@@ -108,7 +108,7 @@ def _ensure(ctx: Ctx, rec: BuildRecord, unit: Unit, labels: tuple[tuple[str, str
             engine.push(cli, unit.image)
             how += ", pushed (the registry lacked it)"
         return UnitRecord(unit.name, unit.key, unit.image, decision.image_id, "reused", how, seconds=time.monotonic() - start)
-    image_id = buildx.build(build_spec(unit), o, labels=(*labels, *unit_labels(ctx, unit)), reproducible=_reproducible(rec),
+    image_id = buildx.build(build_spec(unit), o, labels=(*labels, *unit_labels(unit)), reproducible=_reproducible(rec),
                             containerd_store=_containerd_store(rec), attestations=attestations)
     how = "built"
     if o.remote:
@@ -122,9 +122,10 @@ def _ensure(ctx: Ctx, rec: BuildRecord, unit: Unit, labels: tuple[tuple[str, str
     return UnitRecord(unit.name, unit.key, unit.image, image_id, "built", how, decision.changed, time.monotonic() - start)
 
 
-def unit_labels(ctx: Ctx, unit: Unit) -> tuple[tuple[str, str], ...]:
-    """The labels an image is found by: its unit, key and variant, and the inputs its key is the hash of."""
-    return ((engine.UNIT_LABEL, unit.name), (engine.KEY_LABEL, unit.key), (engine.VARIANT_LABEL, ctx.plan.variant(unit)),
+def unit_labels(unit: Unit) -> tuple[tuple[str, str], ...]:
+    """The labels an image is found by: its unit and key, and the inputs its key is the hash of. Nothing else: an
+    image's bytes are a function of its key, so the variant that built it first is not among them (its tags say it)."""
+    return ((engine.UNIT_LABEL, unit.name), (engine.KEY_LABEL, unit.key),
             (engine.INPUTS_LABEL, json.dumps(dict(unit.inputs), sort_keys=True, separators=(",", ":"))))
 
 
@@ -183,7 +184,7 @@ def patch(ctx: Ctx, rec: BuildRecord) -> Outcome:
         rec = replace(rec, units=(*rec.units, done))
         image_id, how = done.image_id, done.how
     else:  # an image the user named, or --only: not a keyed unit; it must not carry its parent's key
-        adhoc = ((engine.UNIT_LABEL, "patch"), (engine.KEY_LABEL, ""), (engine.VARIANT_LABEL, ""), (engine.INPUTS_LABEL, ""))
+        adhoc = ((engine.UNIT_LABEL, "patch"), (engine.KEY_LABEL, ""), (engine.INPUTS_LABEL, ""))
         image_id, how = buildx.build(spec, ctx.plan.options, labels=adhoc, reproducible=_reproducible(rec)), "built"
     raw = engine.read_json(ctx.cli, image_id, metadata.PATCHES_PATH, rec.run_id)
     data = raw if isinstance(raw, dict) else {}

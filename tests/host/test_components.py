@@ -177,3 +177,17 @@ def test_a_reference_in_a_comment_reaches_no_stage(small):
 
 def test_changed_names_the_inputs_that_differ():
     assert components.changed({"a": "1", "b": "2"}, {"a": "1", "b": "3", "c": "4"}) == ["b", "c"]
+
+
+def test_an_images_labels_hold_nothing_its_key_does_not():
+    """A unit with one key for every variant (torch, ATOM, mori from PyPI) is one image, whichever variant built
+    it first: its labels, so its config and its digest, are the same from every variant's plan."""
+    from cleanbuild.images.steps import unit_labels
+
+    plans = [P.make_plan(profiles.load("offline"), build_of(arch, ck_free=ck))
+             for arch, ck in ((Arch.GFX950, True), (Arch.GFX942, False))]
+    first, second = ({u.name: u for u in plan.units} for plan in plans)
+    shared = sorted(name for name in first if first[name].key == second[name].key)
+    assert {"torch", "atom", "mori"} <= set(shared) and "aiter" not in shared
+    for name in shared:
+        assert unit_labels(first[name]) == unit_labels(second[name]), name

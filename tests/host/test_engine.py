@@ -344,9 +344,10 @@ def test_missing_content_where_the_registry_is_gone_is_the_push_error(monkeypatc
 # ---- what changed since the last build: the image tagged here last, not the newest by Created ------------------
 
 class FakeImage:
-    def __init__(self, key: str, inputs: dict | str, created: str, tagged: str | None):
+    def __init__(self, key: str, inputs: dict | str, created: str, tagged: str | None, tags: tuple[str, ...] = ()):
         self.labels = {engine.KEY_LABEL: key, engine.INPUTS_LABEL: inputs if isinstance(inputs, str) else json.dumps(inputs)}
         self.attrs = {"Created": created, **({"Metadata": {"LastTagTime": tagged}} if tagged is not None else {})}
+        self.tags = list(tags) or [f"atom-build/wheel-atom:{key}"]
 
 
 class FakeImages:
@@ -358,10 +359,10 @@ class FakeImages:
         return self.images
 
 
-def last_inputs(*images: FakeImage):
+def last_inputs(*images: FakeImage, variant: str = ""):
     cli = type("Cli", (), {})()
     cli.images = FakeImages(list(images))
-    return engine.last_inputs(cli, "atom", "", "K-now"), cli.images.filters
+    return engine.last_inputs(cli, "atom", variant, "K-now"), cli.images.filters
 
 
 REPRODUCIBLE = "1980-01-01T00:00:00Z"
@@ -388,8 +389,22 @@ REPRODUCIBLE = "1980-01-01T00:00:00Z"
 def test_last_inputs_come_from_the_other_build_tagged_here_last(images, expected):
     found, filters = last_inputs(*images)
     assert found == {"ATOM_REF": expected}
-    assert filters == {"label": [f"{engine.UNIT_LABEL}=atom", f"{engine.VARIANT_LABEL}="]}
+    assert filters == {"label": [f"{engine.UNIT_LABEL}=atom"]}
 
 
 def test_no_other_build_means_no_last_inputs():
     assert last_inputs(FakeImage("K-now", {"ATOM_REF": "now"}, REPRODUCIBLE, None))[0] is None
+
+
+def test_a_variants_last_build_is_the_last_image_tagged_for_that_variant():
+    """aiter for gfx950 after a gfx942 build: what changed since gfx950's own last build, whatever was tagged later
+    (a registry host's port is not the tag; an image every variant shares counts for each it is tagged for)."""
+    images = [FakeImage("K942", {"ATOM_REF": "b"}, REPRODUCIBLE, "2026-12-02T06:00:00Z",
+                        ("127.0.0.1:5000/x/wheel-aiter:gfx942-ck-K942",)),
+              FakeImage("K950", {"ATOM_REF": "a"}, REPRODUCIBLE, "2026-12-02T05:00:00Z",
+                        ("127.0.0.1:5000/x/wheel-aiter:gfx950-ckfree-K950", "atom-build/wheel-aiter:gfx942-ck-K950")),
+              FakeImage("K-other", {"ATOM_REF": "c"}, REPRODUCIBLE, "2026-12-02T07:00:00Z",
+                        ("atom-build/wheel-aiter:gfx950-ck-K-other",))]
+    assert last_inputs(*images, variant="gfx950-ckfree")[0] == {"ATOM_REF": "a"}
+    assert last_inputs(*images, variant="gfx942-ck")[0] == {"ATOM_REF": "b"}
+    assert last_inputs(*images, variant="gfx942-ckfree")[0] is None

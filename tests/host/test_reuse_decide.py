@@ -84,7 +84,7 @@ def test_without_the_registry_what_only_it_holds_is_built(plan, fake):
 def test_a_build_names_the_inputs_that_changed_since_the_last_build_here(plan, fake):
     layer = plan.unit("atom-layer")
     earlier = {**dict(layer.inputs), "unit:atom": "key:older"}
-    fake.add_image((*VENV, "atom-old"), {**keyed(layer), engine.KEY_LABEL: "older-key", engine.VARIANT_LABEL: "",
+    fake.add_image((*VENV, "atom-old"), {**keyed(layer), engine.KEY_LABEL: "older-key",
                                         engine.INPUTS_LABEL: json.dumps(earlier)})
     decision = atom(fake, plan)
     assert (decision.action, decision.changed, decision.reason) == (Action.BUILD, ("unit:atom",), "unit:atom")

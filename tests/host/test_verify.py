@@ -11,7 +11,7 @@ from cleanbuild.images import verify
 from cleanbuild.settings import resolve
 
 LABELS = {  # what the clean step writes and the candidate inherits (record.clean_labels, unit_labels, Dockerfile.clean)
-    engine.UNIT_LABEL: "candidate", engine.KEY_LABEL: "0" * 64, engine.VARIANT_LABEL: "gfx950-ckfree",
+    engine.UNIT_LABEL: "candidate", engine.KEY_LABEL: "0" * 64,
     metadata.label("profile"): "offline", metadata.label("arch"): "gfx950", metadata.label("ck-mode"): "ckfree",
     metadata.label("wheels-image"): "127.0.0.1:5000/team/wheels:gfx950-ckfree-0123456789abcdef",
 }

@@ -5,6 +5,7 @@ layer below what changed with the session's candidate (the same diff IDs)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime
 
 import pytest
 
@@ -39,26 +40,35 @@ def built_units(rec) -> set[str]:
 
 @pytest.fixture(scope="module")
 def atom_bump(docker_engine, offline_builds):
-    built = offline_builds["gfx950-ckfree"]
+    built, started = offline_builds["gfx950-ckfree"], datetime.now(UTC)
     plan, rec = bump_build(docker_engine, built, "atom", ATOM_BUMP)
-    yield built, plan, rec
+    yield built, plan, rec, started
     forget(docker_engine, only_in(plan, built.plan))
 
 
 def test_an_atom_bump_builds_atom_and_what_holds_it_and_nothing_else(atom_bump):
-    _, _, rec = atom_bump
+    _, _, rec, _ = atom_bump
     assert built_units(rec) == {"atom", "wheels", "atom-layer", "clean", "candidate"}
     assert {u.how for u in rec.units if u.status == "reused"} == {"found here by key"}
 
 
 def test_an_atom_bump_says_what_changed(atom_bump):
-    _, _, rec = atom_bump
+    _, _, rec, _ = atom_bump
     atom = next(u for u in rec.units if u.name == "atom")
     assert atom.changed == ("ATOM_REF",)
 
 
+def test_a_built_image_is_dated_by_the_build_here(docker_engine, atom_bump):
+    """What changed is read from the unit's build tagged here last (engine.last_inputs, by LastTagTime): every
+    image the bump built is named after the build, never dated SOURCE_DATE_EPOCH (the exporter's own name is)."""
+    _, _, rec, started = atom_bump
+    for unit in (u for u in rec.units if u.status == "built"):
+        tagged = docker_engine.images.get(unit.image_id).attrs["Metadata"]["LastTagTime"]
+        assert engine.engine_time(tagged) >= started, (unit.name, tagged)
+
+
 def test_an_atom_bump_keeps_the_base_and_venv_layers(docker_engine, atom_bump):
-    built, plan, _ = atom_bump
+    built, plan, _, _ = atom_bump
     before, after = (engine.layers(docker_engine, image) for image in (built.candidate, plan.patch.image))
     assert after[:2] == before[:2]  # the base and the venv layer (torch and the closure): not shipped again
     assert after[2] != before[2]  # ATOM's layer is new
