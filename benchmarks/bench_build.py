@@ -159,9 +159,15 @@ def matrix(cli) -> tuple[dict, list]:
 
 
 def layer_sizes(cli, image: str) -> dict[str, int]:
-    """diff ID -> bytes on disk, from the engine's own layer store (chain IDs), for the image's layers."""
+    """diff ID -> bytes on disk, for the image's layers: the classic store's own layer store (chain IDs), else (the
+    containerd store has no such folder: every size read 0 there) the sizes the engine's history gives each layer."""
     import hashlib
 
+    if not LAYERDB.is_dir():
+        paired = engine.layer_sizes(engine.history(cli, image), engine.layers(cli, image))
+        if any(layer["digest"] is None for layer in paired):
+            sys.exit(f"{image}: its history does not pair with its layers, so no layer's size is known")
+        return {layer["digest"]: int(layer["size"]) for layer in paired}
     out, chain = {}, None
     for diff in engine.layers(cli, image):
         chain = diff if chain is None else "sha256:" + hashlib.sha256(f"{chain} {diff}".encode()).hexdigest()
@@ -266,7 +272,8 @@ def bump_run(cli, base, profile, label: str) -> dict:
     plan = make_plan(profile, replace(base.options, run_id=f"bench-{label}"))
     shutil.rmtree(plan.options.run_dir, ignore_errors=True)  # its build logs say which images were built
     wall, steps = timed_run(cli, plan)
-    built = sorted(p.stem for p in plan.options.run_dir.glob("*.log"))  # one BuildKit log per unit built
+    # one BuildKit log per unit built (and the candidate attestations' `docker load` log, not a build)
+    built = sorted(p.stem for p in plan.options.run_dir.glob("*.log") if not p.stem.endswith(".load"))
     return {"wall_s": round(wall, 1), "steps": steps, "build_s": round(sum(steps.values()), 1),
             "units_built": built, **new_bytes(cli, base.patch.image, plan.patch.image)}
 
