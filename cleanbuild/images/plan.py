@@ -107,7 +107,7 @@ class Plan:
         return f"{self.options.arch.value}-{self.options.ck_mode}"
 
     def variant(self, unit: Unit) -> str:
-        """The variant label of unit's image: the stem for one image per arch and CK mode, else ""."""
+        """The variant unit's tags name: the stem for one image per arch and CK mode, else "" (engine.last_inputs)."""
         return self.stem if unit.variant else ""
 
     @property
