@@ -28,7 +28,7 @@ from packaging.version import Version
 
 from . import interrupts, metadata
 from .errors import CleanBuildError, EnvironmentProblem, StepFailed, UsageError
-from .refs import parse_image
+from .refs import parse_image, split_image
 from .run import run
 from .spec import EngineFacts, RunSpec
 
@@ -496,7 +496,7 @@ def last_inputs(cli: DockerClient, unit: str, variant: str, key: str) -> dict[st
 
 def _tagged_for(image: Image, variant: str) -> bool:
     """Any image for a unit of every variant; for a variant's unit, one with a tag `<variant>-...`."""
-    return not variant or any(tag.rpartition(":")[2].startswith(f"{variant}-") for tag in image.tags)
+    return not variant or any(split_image(tag)[1].startswith(f"{variant}-") for tag in image.tags)
 
 
 _EPOCH = datetime.min.replace(tzinfo=UTC)
