@@ -7,10 +7,12 @@ It prunes the BuildKit cache and removes the offline images several times: run i
 that on. Measured, in order:
   single    one variant (gfx950 CK-free) cold: preflight -> patch, after `docker builder prune -af` and removing
             its images; per-step seconds, and per-unit seconds with the longest chain of units that need each
-            other's images (what one graph of the units could buy with a core per unit)
+            other's images (what one graph of the units could buy with a core per unit), and each built unit's
+            seconds of BuildKit's "exporting to image" from its log (what the image store costs)
   matrix    the 4 variants (gfx942/gfx950 x CK/CK-free) cold the same way, as build-clean builds them
-            (cleanbuild.commands.build_matrix): the first variant through patch alone, then the other three at once
-            on one BuildKit; wall and its ratio to `single` (goal <= 1.3)
+            (cleanbuild.commands.build_matrix): all four at once on one BuildKit, what they share built once;
+            wall and its ratio to `single` (goal <= 1.3); `--rounds N`: N pairs of a cold single and the matrix,
+            every second one in the other order, and the ratio of the medians
   layers    the matrix's unique layer bytes over one image's bytes (goal <= 1.25), from the engine's layer store
   install   the clean step (cold, in `single`) over the floor for the same wheels: a plain unzip of every wheel
             into an empty folder on the host, same run (goal <= 1.5)
@@ -34,7 +36,10 @@ that on. Measured, in order:
             /run/docker20.pid --iptables=false --bridge=none`; or 20.10 here and `.ci/install-docker.sh --side
             docker26`); each engine's version, store, wall
             and steps, and the ratio of the containerd store's build steps (wheels, clean, patch) to the classic
-            store's (goal <= 1.15)
+            store's (goal <= 1.15); `--rounds N`: N pairs, every second one in the other order, and the ratio of
+            the medians (one pair's ratio here has moved between 1.31 and 1.48)
+  engines_push  the engines row with --registry: each engine's cold build pushes every unit as it builds it (to
+            a fresh prefix), as build-clean --registry does
 
 `--only ROW[,ROW]` runs some rows (bump alone takes ~10 min on 2 cores). Each row is written to --out as it
 finishes, with its date, engine and this command line; the entry it replaces moves to "superseded".
@@ -57,7 +62,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from results_file import current, record  # noqa: E402  (benchmarks/, the script's folder)
+from buildkit_log import exports  # noqa: E402  (benchmarks/, the script's folder)
+from results_file import current, record  # noqa: E402
 
 from cleanbuild import commands, engine  # noqa: E402
 from cleanbuild.images import pipeline  # noqa: E402
@@ -110,25 +116,35 @@ def timed_run(cli, plan, names=BUILD) -> tuple[float, dict[str, float]]:
 SAME_RUN: dict[str, float] = {}  # this run's cold single wall on the default engine, for the matrix row's ratio
 
 
-def single(cli) -> dict:
+def single(cli, registry: str | None = None) -> dict:
+    """One variant cold; with a registry (a fresh prefix there), every unit is pushed as it is built, as
+    build-clean --registry does."""
     import os
 
     plan = offline_plan(MATRIX[3], run_id="bench")
+    if registry:
+        plan = with_registry(plan, registry)
     prune(cli, [plan])
     start = time.monotonic()
     rec = pipeline.run(plan, cli, BUILD, failed_report=False)
     wall = time.monotonic() - start
-    if not os.environ.get("DOCKER_HOST"):
+    if not os.environ.get("DOCKER_HOST") and not registry:
         SAME_RUN["single_wall_s"] = round(wall, 1)
     return {"variant": MATRIX[3].name, "wall_s": round(wall, 1), "steps": {s.name: round(s.seconds, 1) for s in rec.steps},
             "graph": graph(plan, rec)}
+
+
+def with_registry(plan, prefix: str):
+    """The same plan, its images named under a registry prefix (pushed as they are built)."""
+    return make_plan(plan.profile, replace(plan.options, request=replace(plan.options.request, registry=prefix)))
 
 
 def graph(plan, rec) -> dict:
     """What the graph of the plan's units buys (issue 31), from this run's per-unit seconds (each unit's build and
     export): their sum (the units one after another) and the longest chain of units that need each other's images
     (Plan.needs): the wall with a core per unit. The wheels step builds its units as that graph
-    (cleanbuild.images.graph); its wall is in the row's steps."""
+    (cleanbuild.images.graph); its wall is in the row's steps. And the part of each built unit's seconds that its
+    BuildKit log gives the image export (benchmarks/buildkit_log.py): where the image store's seconds go."""
     seconds = {u.name: u.seconds for u in rec.units}
     needs = {u.name: list(plan.needs(u)) for u in plan.units}
     finish: dict[str, float] = {}
@@ -141,9 +157,11 @@ def graph(plan, rec) -> dict:
     chain = [max(needs, key=done)]
     while needs[chain[-1]]:
         chain.append(max(needs[chain[-1]], key=done))
+    exported = exports(plan.options.run_dir, [u.name for u in rec.units if u.status == "built"])
     return {"units_s": round(sum(seconds.values()), 1), "critical_path_s": round(done(chain[0]), 1),
             "units": {n: round(t, 1) for n, t in seconds.items()},
-            "critical_path": chain[::-1]}
+            "critical_path": chain[::-1],
+            "exports_s": exported, "exports_total_s": round(sum(exported.values()), 1)}
 
 
 def matrix(cli) -> tuple[dict, list]:
@@ -156,6 +174,30 @@ def matrix(cli) -> tuple[dict, list]:
     per = {p.stem: {s.name: round(s.seconds, 1) for s in rec.steps} for p, rec in zip(plans, recs, strict=True)}
     one = SAME_RUN.get("single_wall_s")  # measured earlier in this run (single, or engines' first row)
     return {"wall_s": wall, "steps": per, "single_wall_s": one, "over_single": round(wall / one, 2) if one else None}, plans
+
+
+def matrix_rounds(cli, args) -> dict:
+    """The matrix row; with --rounds N, N pairs of the cold single and the matrix, every second one in the other
+    order, and the ratio of the medians (one pair's ratio here has moved between 1.06 and 1.55)."""
+    import statistics
+
+    if args.rounds == 1:
+        return matrix(cli)[0]
+    singles: list[float] = []
+    rounds: list[dict] = []
+    for round_ in range(args.rounds):
+        one: dict = {"round": round_ + 1}
+        for what in ("single", "matrix") if round_ % 2 == 0 else ("matrix", "single"):
+            if what == "single":
+                one["single_wall_s"] = single(cli)["wall_s"]
+            else:
+                one.update({k: v for k, v in matrix(cli)[0].items() if k in ("wall_s", "steps")})
+        singles.append(one["single_wall_s"])
+        one["over_single"] = round(one["wall_s"] / one["single_wall_s"], 2)
+        rounds.append(one)
+    walls = [r["wall_s"] for r in rounds]
+    return {"rounds": rounds, "wall_s": statistics.median(walls), "single_wall_s": statistics.median(singles),
+            "over_single": round(statistics.median(walls) / statistics.median(singles), 2), "steps": rounds[-1]["steps"]}
 
 
 def layer_sizes(cli, image: str) -> dict[str, int]:
@@ -242,7 +284,7 @@ def forget_machine(cli, prefix: str) -> None:
 def registry_flow(cli, registry: str) -> dict:
     plan = offline_plan(MATRIX[3], run_id="bench-reg")
     prefix = f"{registry}/bench-{int(time.time())}"
-    remote = make_plan(plan.profile, replace(plan.options, request=replace(plan.options.request, registry=prefix)))
+    remote = with_registry(plan, prefix)
     prune(cli, [plan, remote])
     first, _ = timed_run(cli, remote)  # machine 1: cold, builds and pushes
     forget_machine(cli, prefix)
@@ -349,35 +391,50 @@ def src(cli) -> dict:
 FULL = ("single", "noop", "install", "matrix", "layers", "tests", "registry", "bump", "src")
 
 
-def engines(cli, args) -> dict:
+def engines(cli, args, push: bool = False) -> dict:
     """The cold single row on two engines, one after the other: this one, then --side's (DOCKER_HOST for the SDK
-    and for every docker/buildx command the build runs)."""
+    and for every docker/buildx command the build runs). --rounds N: N such pairs, every second one in the other
+    order (so neither engine always builds first); the ratio is of the two engines' median build steps. push:
+    each engine's build pushes every unit to a fresh prefix of --registry (the classic store compresses a layer
+    when it pushes it; the containerd store already has, when it built it)."""
     import os
+    import statistics
 
     if not args.side:
         sys.exit("the engines row needs --side unix:///run/NAME.sock: a second engine (.ci/install-docker.sh --side)")
     rows, own = [], os.environ.get("DOCKER_HOST")
     try:
-        for host in (own, args.side):
-            if host is None:
-                os.environ.pop("DOCKER_HOST", None)
-            else:
-                os.environ["DOCKER_HOST"] = host
-            here = engine.client()
-            facts = engine.preflight(here, 1.0)
-            rows.append({"engine": f"Docker {facts.version}", "containerd_store": facts.containerd_store,
-                         "host": host or "default", **single(here)})
+        for round_ in range(args.rounds):
+            for host in (own, args.side) if round_ % 2 == 0 else (args.side, own):
+                rows.append({"round": round_ + 1, **engine_single(host, args.registry if push else None)})
     finally:  # the rows after this one run on this engine again
-        if own is None:
-            os.environ.pop("DOCKER_HOST", None)
-        else:
-            os.environ["DOCKER_HOST"] = own
-    classic = [r for r in rows if not r["containerd_store"]]
-    containerd = [r for r in rows if r["containerd_store"]]
+        use_engine(own)
     for row in rows:  # the build steps: a fresh engine's prepare also imports the stand-in base once
         row["build_s"] = round(sum(row["steps"].get(n, 0.0) for n in ("wheels", "clean", "patch")), 1)
-    ratio = round(containerd[0]["build_s"] / classic[0]["build_s"], 2) if classic and containerd else None
-    return {"runs": rows, "containerd_over_classic": ratio}
+    classic = [r["build_s"] for r in rows if not r["containerd_store"]]
+    containerd = [r["build_s"] for r in rows if r["containerd_store"]]
+    ratio = round(statistics.median(containerd) / statistics.median(classic), 2) if classic and containerd else None
+    return {"runs": rows, "rounds": args.rounds, "containerd_over_classic": ratio,
+            "ratios": [round(a / b, 2) for a, b in zip(containerd, classic, strict=False)]}
+
+
+def use_engine(host: str | None) -> None:
+    import os
+
+    if host is None:
+        os.environ.pop("DOCKER_HOST", None)
+    else:
+        os.environ["DOCKER_HOST"] = host
+
+
+def engine_single(host: str | None, registry: str | None) -> dict:
+    """The cold single row on the engine at host (None: the default one); with a registry, to a fresh prefix."""
+    use_engine(host)
+    here = engine.client()
+    facts = engine.preflight(here, 1.0)
+    prefix = f"{registry}/bench-engines-{int(time.time())}" if registry else None
+    return {"engine": f"Docker {facts.version}", "containerd_store": facts.containerd_store, "host": host or "default",
+            **({"registry": prefix} if prefix else {}), **single(here, prefix)}
 
 
 def install(cli, args) -> dict:
@@ -391,10 +448,11 @@ def install(cli, args) -> dict:
 
 
 ONLY = {"single": lambda cli, a: single(cli), "noop": lambda cli, a: noop(cli), "install": install,
-        "matrix": lambda cli, a: matrix(cli)[0], "tests": lambda cli, a: {"wall_s": nox_tests()},
+        "matrix": matrix_rounds, "tests": lambda cli, a: {"wall_s": nox_tests()},
         "layers": lambda cli, a: layers(cli, [offline_plan(v, run_id="bench") for v in MATRIX]),
         "registry": lambda cli, a: registry_flow(cli, a.registry), "bump": lambda cli, a: bump(cli),
-        "src": lambda cli, a: src(cli), "digest": lambda cli, a: digest(cli), "engines": engines}
+        "src": lambda cli, a: src(cli), "digest": lambda cli, a: digest(cli), "engines": engines,
+        "engines_push": lambda cli, a: engines(cli, a, push=True)}
 
 
 def main() -> int:
@@ -403,7 +461,11 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results.json")
     parser.add_argument("--only", default="", help=f"comma-separated rows: {','.join(ONLY)}")
     parser.add_argument("--side", help="the second engine of the engines row (unix:///run/NAME.sock)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="the engines and matrix rows: pairs of cold builds, in turn, and the ratio of the medians")
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error(f"--rounds {args.rounds}: give 1 or more pairs of cold builds")
     rows = args.only.split(",") if args.only else list(FULL)
     unknown = [row for row in rows if row not in ONLY]
     if unknown:

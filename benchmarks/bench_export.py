@@ -1,13 +1,16 @@
-"""The reproducible export's cost per layer compression (numbers, not assertions: not a test).
+"""What the image store costs one unit's export, per way of exporting it (numbers, not assertions: not a test).
 
-    DOCKER_HOST=unix:///run/d26.sock python benchmarks/bench_export.py [UNIT] [gzip zstd zstd-1 uncompressed ...]
+    python benchmarks/bench_export.py [UNIT] [ours gzip default ...]
 
-Builds one unit of gfx950 CK-free (default: venv, the 2.7 GB layer) with --no-cache to an OCI archive with
-SOURCE_DATE_EPOCH and rewrite-timestamp=true, once per compression (KIND-LEVEL: that compression-level), then `docker load`s it: build and load
-seconds, archive bytes, manifest digest; the rows go to results.json's "export" entry. Needs Docker >= 26 with the containerd image store and the unit's
-FROM images present (a build of the offline profile first). Builds now export straight into the image store without
-rewrite-timestamp (cleanbuild.images.imagestore, docker/scripts/clamp_times.py); this script keeps the path it measured
-then, for its rows.
+Builds one unit of gfx950 CK-free (default: venv, the 2.5 GB layer) with --no-cache, once per way, one after the
+other, and reads the seconds of BuildKit's "exporting to image" from each log (benchmarks/buildkit_log.py):
+  ours      the pipeline's reproducible export straight into the image store (buildx_argv.image_store: zstd, OCI
+            media types, SOURCE_DATE_EPOCH, no provenance)
+  gzip      the same with gzip, the engine's default compression
+  default   what a plain `docker buildx build --load` does on this engine: its default exporter, compression and
+            provenance, no SOURCE_DATE_EPOCH (tagged atom-build/bench-export:default, removed afterwards)
+The rows go to results.json's "export" entry. Needs the unit's FROM images (a build of the offline profile first).
+An image the reproducible ways export is the unit's own image when its bytes match: it is left in place.
 """
 
 from __future__ import annotations
@@ -16,48 +19,50 @@ import datetime as dt
 import json
 import subprocess
 import sys
-import tarfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from results_file import record  # noqa: E402  (benchmarks/, the script's folder)
+from buildkit_log import exporting_seconds  # noqa: E402  (benchmarks/, the script's folder)
+from results_file import record  # noqa: E402
 
 from cleanbuild import engine  # noqa: E402
 from cleanbuild.images import buildx_argv  # noqa: E402
 from cleanbuild.images.plan import build_spec  # noqa: E402
 from tests.support.builds import VARIANTS, offline_plan  # noqa: E402
 
+DEFAULT_TAG = "atom-build/bench-export:default"
 
-def measure(spec, options, compression: str) -> dict:
-    archive = Path(f"/tmp/bench-export-{compression}.tar")
-    out = f"type=oci,dest={archive},rewrite-timestamp=true"
-    kind, _, level = compression.partition("-")  # zstd-1: zstd at compression-level 1
-    if kind != "gzip":
-        out += f",compression={kind},force-compression=true"
-    if level:
-        out += f",compression-level={level}"
-    cmd = buildx_argv.argv(spec, options, ("--no-cache", "--build-arg", f"SOURCE_DATE_EPOCH={buildx_argv.SOURCE_DATE_EPOCH}",
-                                           "--provenance=false", "--output", out))
+
+def output(way: str, metadata: Path) -> tuple[tuple[str, ...], bool]:
+    """The way's output flags, and whether the build is tagged (only the engine's default is)."""
+    ours = buildx_argv.image_store(metadata)
+    if way == "ours":
+        return ours, False
+    if way == "gzip":
+        return tuple(a.replace("compression=zstd", "compression=gzip") for a in ours), False
+    if way == "default":
+        return buildx_argv.load(), True
+    raise SystemExit(f"{way}: not a way; the ways are ours, gzip, default")
+
+
+def measure(spec, options, way: str) -> dict:
+    log = Path(f"/tmp/bench-export-{way}.log")
+    flags, tagged = output(way, Path(f"/tmp/bench-export-{way}.json"))
+    target = replace(spec, image=DEFAULT_TAG) if tagged else spec
+    cmd = buildx_argv.argv(target, options, ("--no-cache", *flags), tagged=tagged)
     start = time.monotonic()
-    built = subprocess.run(cmd, capture_output=True, text=True, check=False)  # noqa: S603
-    build_s = time.monotonic() - start
+    with log.open("w") as fh:
+        built = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, check=False)  # noqa: S603
+    wall = round(time.monotonic() - start, 1)
+    if tagged:
+        subprocess.run(["docker", "rmi", DEFAULT_TAG], capture_output=True, check=False)  # noqa: S603,S607
     if built.returncode:
-        return {"compression": compression, "error": built.stderr[-500:]}
-    start = time.monotonic()
-    subprocess.run(["docker", "load", "-i", str(archive)], capture_output=True, check=True)  # noqa: S603,S607
-    result = {"compression": compression, "build_s": round(build_s, 1), "load_s": round(time.monotonic() - start, 1),
-              "archive_bytes": archive.stat().st_size, "digest": manifest_digest(archive)}
-    archive.unlink()
-    return result
-
-
-def manifest_digest(archive: Path) -> str:
-    with tarfile.open(archive) as tar:
-        member = tar.extractfile("index.json")
-        return json.loads(member.read())["manifests"][0]["digest"] if member else ""
+        return {"way": way, "error": log.read_text()[-500:]}
+    return {"way": way, "wall_s": wall, "export_s": exporting_seconds(log.read_text(errors="replace"))}
 
 
 def main() -> int:
@@ -65,8 +70,8 @@ def main() -> int:
     plan = offline_plan(VARIANTS[0], run_id="bench-export")
     spec = build_spec(plan.unit(unit))
     rows = []
-    for compression in sys.argv[2:] or ["gzip", "zstd", "uncompressed"]:
-        rows.append(measure(spec, plan.options, compression))
+    for way in sys.argv[2:] or ["ours", "gzip", "default"]:
+        rows.append(measure(spec, plan.options, way))
         print(json.dumps({"unit": unit, **rows[-1]}), flush=True)
     facts = engine.preflight(engine.client(), 1.0)
     store = "containerd image store" if facts.containerd_store else "classic image store"

@@ -50,7 +50,15 @@ def graph(g: dict) -> Rows:
     return [("the sum of its units' seconds (each unit's build and export)",
              seconds(g["units_s"])),
             ("the longest chain of units that need each other's images (the wall with a core per unit)",
-             f"{seconds(g['critical_path_s'])}: {' -> '.join(g['critical_path'])}")]
+             f"{seconds(g['critical_path_s'])}: {' -> '.join(g['critical_path'])}")] + exports(g)
+
+
+def exports(g: dict) -> Rows:
+    if "exports_s" not in g:
+        return []
+    top = sorted(g["exports_s"].items(), key=lambda kv: -kv[1])[:3]
+    return [("of the units' seconds, BuildKit's \"exporting to image\" (blobs, image, name, unpack)",
+             f"{seconds(g['exports_total_s'])}; most: {', '.join(f'{n} {s:g}' for n, s in top)}")]
 
 
 def noop(r: dict) -> Rows:
@@ -58,11 +66,30 @@ def noop(r: dict) -> Rows:
 
 
 def engines(r: dict) -> Rows:
-    rows = [(f"{run['engine']}, {'containerd' if run['containerd_store'] else 'classic'} store: {run['variant']} cold",
+    rounds = r.get("rounds", 1)
+
+    def who(run: dict) -> str:
+        return (f"round {run['round']}: " if rounds > 1 else "") + run["engine"]
+
+    rows = [(f"{who(run)}, {'containerd' if run['containerd_store'] else 'classic'} store: {run['variant']} cold",
              f"build steps {seconds(run['build_s'])}{steps(run)}; wall {seconds(run['wall_s'])}")
             for run in r["runs"]]
+    for run in r["runs"]:
+        rows += [(f"{who(run)}: {what}", value) for what, value in exports(run.get("graph", {}))]
     if r["containerd_over_classic"] is not None:
-        rows.append(("containerd store over classic store, build steps", f"{r['containerd_over_classic']:g} x"))
+        each = f" (each round: {', '.join(f'{x:g}' for x in r['ratios'])})" if rounds > 1 else ""
+        rows.append((f"containerd store over classic store, build steps{' of the medians' if rounds > 1 else ''}",
+                     f"{r['containerd_over_classic']:g} x{each}"))
+    return rows
+
+
+def units(r: dict) -> Rows:
+    rows = [(f"{r['variant']} cold: build steps", seconds(round(sum(r["steps"].get(n, 0.0) for n in ("wheels", "clean", "patch")), 1))
+             + steps(r)),
+            ("the units' seconds outside `docker buildx build`, all units", seconds(r["outside_build_total_s"]))]
+    for name, parts in r["units"].items():
+        rows.append((f"{name}: whole / buildx build / docker tag+inspect / reuse.decide",
+                     " / ".join(seconds(parts.get(k, 0.0)) for k in ("total_s", "build_s", "docker_cli_s", "reuse_decide_s"))))
     return rows
 
 
@@ -73,6 +100,13 @@ def digest(r: dict) -> Rows:
 
 
 def matrix(r: dict) -> Rows:
+    if "rounds" in r:
+        rows = [(f"round {one['round']}: four variants cold / one variant cold",
+                 f"{seconds(one['wall_s'])} / {seconds(one['single_wall_s'])} = {one['over_single']:g} x")
+                for one in r["rounds"]]
+        rows.append(("the medians: four variants / one variant",
+                     f"{seconds(r['wall_s'])} / {seconds(r['single_wall_s'])} = {r['over_single']:g} x"))
+        return rows + [(f"clean step, {name} (last round)", seconds(s["clean"])) for name, s in r["steps"].items()]
     rows = [("four variants cold (gfx942/gfx950 x CK/CK-free)", seconds(r["wall_s"]))]
     if r.get("over_single") is not None:
         rows.append(("over one variant cold, same run", f"{seconds(r['single_wall_s'])}: {r['over_single']:g} x"))
@@ -136,10 +170,19 @@ def src(r: dict) -> Rows:
 def export(r: dict) -> Rows:
     rows: Rows = []
     for row in r["rows"]:
+        if "way" in row:  # bench_export.py since 2026-12-03: the image store's ways
+            value = f"build {seconds(row['wall_s'])}, of which exporting to image {seconds(row['export_s'])}"
+            rows.append((f"{EXPORT_WAYS.get(row['way'], row['way'])}, the {r['unit']} unit", value))
+            continue
         size = gigabytes(row["archive_bytes"]) if "archive_bytes" in row else f"{row['archive_gb']:g} GB"
         value = f"export {seconds(row['build_s'])}, load {seconds(row['load_s'])}, archive {size}"
         rows.append((f"{row['compression']}, the {r['unit']} layer", value, *([row["command"]] if "command" in row else [])))
     return rows
+
+
+EXPORT_WAYS = {"ours": "the pipeline's reproducible export into the image store (zstd)",
+               "gzip": "the same export with gzip",
+               "default": "the engine's default (`docker buildx build --load`)"}
 
 
 def ci(r: dict) -> Rows:
@@ -172,9 +215,17 @@ BENCHMARKS: dict[str, tuple[str, str, Callable[[dict], Rows]]] = {
     "engines": ("Two engines, one run", "The cold single row on this engine, then on a second one beside it "
                 "(bench_build.py --only engines --side SOCKET). Goal: the containerd store at most 1.15 x the "
                 "classic store.", engines),
+    "engines_push": ("Two engines, one run, pushing", "The engines row with a registry: each engine's cold build "
+                     "pushes every unit as it builds it, to a fresh prefix (bench_build.py --only engines_push "
+                     "--side SOCKET). The classic store compresses a layer when it pushes it; the containerd store "
+                     "already has.", engines),
+    "units": ("A unit's seconds, by part", "One cold single (gfx950 CK-free), each unit's seconds split into its "
+              "`docker buildx build`, the docker CLI calls around it and reuse.decide (the engine's image lists and "
+              "inspects); benchmarks/bench_units.py.", units),
     "digest": ("Reproducible digests", "Two cold builds, images removed and cache pruned before each.", digest),
-    "matrix": ("Four variants", "gfx942/gfx950 x CK/CK-free cold, the shared layers built once by the first "
-               "variant, then the other three at once. Goal: at most 1.3 x one variant.", matrix),
+    "matrix": ("Four variants", "gfx942/gfx950 x CK/CK-free cold, as build-clean builds them "
+               "(commands.build_matrix: since d52c95a all four at once, a unit they share built once; before, the "
+               "first variant alone, then the other three at once). Goal: at most 1.3 x one variant.", matrix),
     "layers": ("Layer sharing", "Bytes of the four variants' images together, from the engine's layer store. "
                "Goal: at most 1.25.", layers),
     "install": ("Install floor", "The clean step against unzipping its wheels into an empty folder. Goal: at most "
@@ -186,8 +237,9 @@ BENCHMARKS: dict[str, tuple[str, str, Callable[[dict], Rows]]] = {
              "layers the cold build lacks. Goal: at most 25 % of the cold build's time, 5 % of its bytes.", bump),
     "src": ("Iterating on a checkout", "`--src aiter=CLONE` of gfx950 CK-free with the pinned images present. "
             "Goal for the Python edit: at most 10 s of build steps.", src),
-    "export": ("Reproducible export per compression", "One unit built with `--no-cache` to an OCI archive with "
-               "rewrite-timestamp, then `docker load`ed (benchmarks/bench_export.py).", export),
+    "export": ("The image store's cost per way of exporting", "One unit built with `--no-cache` once per way, one after "
+               "the other, and the seconds its BuildKit log gives \"exporting to image\" (benchmarks/bench_export.py).",
+               export),
     "bisect": ("Bisect", "`atom-build bisect aiter --check gemm-hipblaslt` on a hand-made history whose one commit "
                "reroutes untuned GEMMs to torch, on the CPU. Goal: at most ceil(log2 N) + 2 validation runs, each "
                "under a minute.", bisect),
