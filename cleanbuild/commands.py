@@ -173,20 +173,19 @@ def build_clean(request: Request, *, dry_run: bool) -> list[BuildRecord]:
 
 def build_matrix(cli: DockerClient, todo: list[Plan]) -> list[BuildRecord]:
     """The images of several archs and CK modes, through the patch step; validation and what follows it then run
-    one variant after another and find every image by its key. The first variant builds alone: it makes every unit
-    the variants share (the build environments, torch, the closure, ATOM, the venv and ATOM layers). The others
-    then build at once on the same BuildKit, one thread and engine client each, and each makes only its own units
-    (aiter, mori, the wheels, clean and candidate images); their output lines start with the variant. A failure in
-    one lets the others finish, then the first failure is raised; Ctrl-C reaches every build through the process
-    group and each thread cleans up after its own. Returns each variant's record, in todo's order."""
-    first, *rest = todo
-    done = [pipeline.run(first, cli, _build_steps(first), failed_report=False)]
-    if not rest:
-        return done
-    with concurrent.futures.ThreadPoolExecutor(max_workers=len(rest), thread_name_prefix="matrix") as pool:
-        futures = [pool.submit(_build_variant, plan) for plan in rest]
+    one variant after another and find every image by its key. The variants build at once on the same BuildKit,
+    one thread and engine client each, their output lines starting with the variant. A unit they share (the build
+    environments, torch, the closure, ATOM, the venv and ATOM layers) is built by the first to need it; the others
+    wait for it and find it by key (steps._ensure holds one lock per unit key), while their own units (aiter, the
+    wheels, clean and candidate images) go on. A failure in one lets the others finish, then the first failure (in
+    todo's order) is raised; Ctrl-C reaches every build through the process group and each thread cleans up after
+    its own. Returns each variant's record, in todo's order. A single variant builds on this thread, with cli."""
+    if len(todo) == 1:
+        return [pipeline.run(todo[0], cli, _build_steps(todo[0]), failed_report=False)]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(todo), thread_name_prefix="matrix") as pool:
+        futures = [pool.submit(_build_variant, plan) for plan in todo]
         concurrent.futures.wait(futures)
-    return done + [future.result() for future in futures]
+    return [future.result() for future in futures]
 
 
 def _build_steps(plan: Plan) -> tuple[str, ...]:

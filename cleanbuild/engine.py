@@ -419,9 +419,21 @@ def repo_digests(cli: DockerClient, ref: str) -> list[str]:
 KEY_LABEL, UNIT_LABEL, INPUTS_LABEL = (metadata.label(n) for n in ("key", "unit", "inputs"))
 
 
+def _listed(cli: DockerClient, labels: list[str]) -> list[Image]:
+    """The images carrying these labels. The SDK lists IDs, then inspects each: an image another thread removes in
+    between (a variant of a matrix building at the same time replaces its own unit's image) makes the list raise
+    ImageNotFound, so the list is asked again (the last try's error goes to the caller)."""
+    import docker
+
+    for _ in range(4):
+        with contextlib.suppress(docker.errors.ImageNotFound):
+            return cli.images.list(filters={"label": labels})
+    return cli.images.list(filters={"label": labels})
+
+
 @_boundary
 def _keyed(cli: DockerClient, unit: str, key: str) -> list[Image]:
-    found = cli.images.list(filters={"label": [f"{KEY_LABEL}={key}", f"{UNIT_LABEL}={unit}"]})
+    found = _listed(cli, [f"{KEY_LABEL}={key}", f"{UNIT_LABEL}={unit}"])
     return sorted(found, key=lambda i: i.attrs.get("Created", ""), reverse=True)
 
 
@@ -484,7 +496,7 @@ def last_inputs(cli: DockerClient, unit: str, variant: str, key: str) -> dict[st
     the build that first made its layers. The engine's LastTagTime is when this machine last built, found or pulled
     it (every such image gets the plan's tag; cleanbuild.images.buildx names a reproducible build after it is
     stored, since the exporter dates its own name SOURCE_DATE_EPOCH); Created only breaks ties."""
-    found = cli.images.list(filters={"label": [f"{UNIT_LABEL}={unit}"]})
+    found = _listed(cli, [f"{UNIT_LABEL}={unit}"])
     others = sorted((i for i in found if (i.labels or {}).get(KEY_LABEL) != key and _tagged_for(i, variant)),
                     key=lambda i: (engine_time((i.attrs.get("Metadata") or {}).get("LastTagTime")),
                                    engine_time(i.attrs.get("Created"))), reverse=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -86,14 +87,31 @@ def _containerd_store(rec: BuildRecord) -> bool:
     return rec.engine is not None and rec.engine.containerd_store
 
 
+_KEY_LOCKS: dict[str, threading.Lock] = {}
+_KEY_LOCKS_GUARD = threading.Lock()
+
+
+def _key_lock(key: str) -> threading.Lock:
+    """One lock per unit key in this process: variants built at once (commands.build_matrix) share units (the
+    builders, torch, the closure, the venv), and the one that comes second waits, then finds the image by key."""
+    with _KEY_LOCKS_GUARD:
+        return _KEY_LOCKS.setdefault(key, threading.Lock())
+
+
 def _ensure(ctx: Ctx, rec: BuildRecord, unit: Unit, labels: tuple[tuple[str, str], ...] = (),
             attestations: buildx.Attestations | None = None) -> UnitRecord:
     """The unit's image, as cleanbuild.images.reuse decides: found here by its key (whatever its name; tagged with
     the plan's name), pulled from the registry, or built. The unit below was had first and holds its name. With a
     remote registry, the registry is made to hold it (a manifest check, a push when missing), so another node
-    finds every image this build used."""
-    o, cli = ctx.plan.options, ctx.cli
+    finds every image this build used. One thread at a time per key; the seconds include the wait."""
     start = time.monotonic()
+    with _key_lock(unit.key):
+        return _ensure_alone(ctx, rec, unit, labels, attestations, start)
+
+
+def _ensure_alone(ctx: Ctx, rec: BuildRecord, unit: Unit, labels: tuple[tuple[str, str], ...],
+                  attestations: buildx.Attestations | None, start: float) -> UnitRecord:
+    o, cli = ctx.plan.options, ctx.cli
     below = ctx.plan.below(unit)
     ask = functools.partial(reuse.decide, cli, unit, variant=ctx.plan.variant(unit), rebuild=ctx.rebuild,
                             below=reuse.Below(below.name, below.image) if below is not None else None)

@@ -1,11 +1,14 @@
-"""cleanbuild.commands.build_matrix: the first variant builds alone, the others at the same time (a barrier only
-they can pass together), each through the build steps of its own plan, with its own engine client and its lines
-labelled; a failure lets the others finish and is raised after them. The real builds: tests/integration
+"""cleanbuild.commands.build_matrix: every variant at the same time (a barrier only they can pass together), each
+through the build steps of its own plan, with its own engine client and its lines labelled; a failure lets the
+others finish and is raised after them. A unit the variants share is built once: steps._ensure holds one lock per
+unit key (test_one_key_is_built_once_by_threads_that_both_need_it). The real builds: tests/integration
 (test_matrix_rebuilds_only_what_is_missing), and benchmarks/bench_build.py's matrix row."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import threading
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -22,14 +25,14 @@ def _plans(*stems: str) -> list[SimpleNamespace]:
 
 @pytest.fixture
 def calls(monkeypatch):
-    """Each pipeline.run as (stem, steps, client, the echo label, the thread); the variants after the first wait
-    at a barrier for each other (3 s), so they pass only when they run at the same time."""
+    """Each pipeline.run as (stem, steps, client, the echo label, the thread); with a barrier, every variant waits
+    at it for the others (3 s), so they pass only when they run at the same time."""
     seen: list[tuple] = []
     state = {"barrier": None, "fail": set()}
 
     def fake_run(plan, cli, names, failed_report=True):
         seen.append((plan.stem, tuple(names), cli, run.label(), threading.current_thread().name))
-        if state["barrier"] is not None and plan.stem != "first":
+        if state["barrier"] is not None:
             state["barrier"].wait(timeout=3)
         if plan.stem in state["fail"]:
             raise StepFailed(f"{plan.stem} failed")
@@ -41,40 +44,63 @@ def calls(monkeypatch):
     return seen, state
 
 
-def test_the_first_variant_builds_alone_then_the_others_at_once_each_with_its_own_client(calls):
+def test_every_variant_builds_at_once_each_with_its_own_client_and_label(calls):
     seen, state = calls
-    state["barrier"] = threading.Barrier(3)
-    recs = commands.build_matrix("main-client", _plans("first", "gfx942-ckfree", "gfx950-ck", "gfx950-ckfree"))
-    assert recs == ["record of first", "record of gfx942-ckfree", "record of gfx950-ck", "record of gfx950-ckfree"]
-    assert seen[0] == ("first", ("preflight", "prepare", "wheels", "clean", "patch"), "main-client", "", "MainThread")
-    rest = sorted(seen[1:])
-    assert [s[0] for s in rest] == ["gfx942-ckfree", "gfx950-ck", "gfx950-ckfree"]
-    assert all(s[1] == seen[0][1] and s[3] == f"[{s[0]}] " and s[4].startswith("matrix") for s in rest)
-    assert len({s[2] for s in rest}) == 3 and "main-client" not in {s[2] for s in rest}
+    state["barrier"] = threading.Barrier(4)
+    recs = commands.build_matrix("main-client", _plans("gfx942-ck", "gfx942-ckfree", "gfx950-ck", "gfx950-ckfree"))
+    assert recs == ["record of gfx942-ck", "record of gfx942-ckfree", "record of gfx950-ck", "record of gfx950-ckfree"]
+    got = sorted(seen)
+    assert [s[0] for s in got] == ["gfx942-ck", "gfx942-ckfree", "gfx950-ck", "gfx950-ckfree"]
+    assert all(s[1] == ("preflight", "prepare", "wheels", "clean", "patch") for s in got)
+    assert all(s[3] == f"[{s[0]}] " and s[4].startswith("matrix") for s in got)
+    assert len({s[2] for s in got}) == 4 and "main-client" not in {s[2] for s in got}
     assert run.label() == ""  # the label stays in the threads
 
 
-def test_a_plan_without_the_patch_step_is_built_as_far_as_it_goes(calls):
+def test_a_single_variant_builds_on_this_thread_as_far_as_its_plan_goes(calls):
     seen, _ = calls
     plans = [SimpleNamespace(stem="first", steps=("preflight", "prepare", "wheels", "clean", "dev", "report"))]
     commands.build_matrix("main-client", plans)
     assert seen == [("first", ("preflight", "prepare", "wheels", "clean", "dev"), "main-client", "", "MainThread")]
 
 
-def test_a_failing_variant_lets_the_others_finish_then_raises(calls):
+def test_a_failing_variant_lets_the_others_finish_then_raises_the_first_in_order(calls):
     seen, state = calls
-    state["barrier"], state["fail"] = threading.Barrier(2), {"gfx942-ckfree"}
+    state["barrier"], state["fail"] = threading.Barrier(3), {"gfx942-ckfree", "gfx950-ckfree"}
     with pytest.raises(StepFailed, match="gfx942-ckfree failed"):
-        commands.build_matrix("main-client", _plans("first", "gfx942-ckfree", "gfx950-ckfree"))
-    assert sorted(s[0] for s in seen) == ["first", "gfx942-ckfree", "gfx950-ckfree"]
+        commands.build_matrix("main-client", _plans("gfx942-ck", "gfx942-ckfree", "gfx950-ckfree"))
+    assert sorted(s[0] for s in seen) == ["gfx942-ck", "gfx942-ckfree", "gfx950-ckfree"]
 
 
-def test_a_failing_first_variant_starts_no_other(calls):
-    seen, state = calls
-    state["fail"] = {"first"}
-    with pytest.raises(StepFailed, match="first failed"):
-        commands.build_matrix("main-client", _plans("first", "gfx942-ckfree"))
-    assert [s[0] for s in seen] == ["first"]
+def test_one_key_is_built_once_by_threads_that_both_need_it(monkeypatch):
+    """Two variants' threads need one unit at once: the first builds it (slowly), the second waits for the key's
+    lock and then finds the image by key. Without the lock both would build it."""
+    from cleanbuild.images import buildx, steps
+    from cleanbuild.images.record import BuildRecord
+    from tests.support.builds import VARIANTS, offline_plan
+    from tests.support.fake_engine import Builds, FakeEngine
+
+    plan = offline_plan(VARIANTS[0])
+    fake = FakeEngine()
+    builds = Builds(fake, plan)
+    started = threading.Event()
+
+    def slow_build(spec, options, **kwargs):
+        started.set()
+        time.sleep(0.5)  # the other thread asks for the unit meanwhile
+        return builds(spec, options, **kwargs)
+
+    monkeypatch.setattr(buildx, "build", slow_build)
+    ctx = steps.Ctx(plan=plan, cli=fake, journal=steps.Journal())
+    rec = BuildRecord(run_id="r", started=0.0, started_at="now")
+    unit = plan.unit("builder")
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        first = pool.submit(steps._ensure, ctx, rec, unit)
+        started.wait(5)
+        second = pool.submit(steps._ensure, ctx, rec, unit)
+        got = [first.result(timeout=10), second.result(timeout=10)]
+    assert [u.status for u in got] == ["built", "reused"] and builds.built == ["builder"]
+    assert got[1].image_id == got[0].image_id and got[1].seconds > 0.3  # it waited for the build
 
 
 def test_a_labelled_block_prefixes_echoed_commands(capsys):

@@ -408,3 +408,28 @@ def test_a_variants_last_build_is_the_last_image_tagged_for_that_variant():
     assert last_inputs(*images, variant="gfx950-ckfree")[0] == {"ATOM_REF": "a"}
     assert last_inputs(*images, variant="gfx942-ck")[0] == {"ATOM_REF": "b"}
     assert last_inputs(*images, variant="gfx942-ckfree")[0] is None
+
+
+def test_an_image_removed_while_the_engine_lists_them_is_listed_again():
+    """A matrix's variants build at once: the SDK lists IDs and then inspects each, and an image another variant's
+    thread removed in between raised ImageNotFound, which ended that variant's build (bench run, 2026-12-03)."""
+    import docker
+
+    class Racing(FakeImages):
+        def __init__(self, images, races: int):
+            super().__init__(images)
+            self.races, self.calls = races, 0
+
+        def list(self, filters: dict) -> list[FakeImage]:
+            self.calls += 1
+            if self.calls <= self.races:
+                raise docker.errors.ImageNotFound("No such image: sha256:8845")
+            return super().list(filters)
+
+    cli = type("Cli", (), {})()
+    cli.images = Racing([FakeImage("K1", {"ATOM_REF": "a1"}, REPRODUCIBLE, "2026-12-02T05:00:00Z")], races=1)
+    assert engine.last_inputs(cli, "atom", "", "K-now") == {"ATOM_REF": "a1"} and cli.images.calls == 2
+    cli.images = Racing([], races=99)  # an engine that never stops racing: the one-line error, not a loop
+    with pytest.raises(UsageError, match="image not found"):
+        engine.last_inputs(cli, "atom", "", "K-now")
+    assert cli.images.calls == 5
