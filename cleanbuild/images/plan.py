@@ -186,7 +186,8 @@ def make_units(profile: Profile, options: Build, base: str, prep: Prepare) -> tu
         context, own = wheels_df[1], extra.get(name, {})
         if name in from_src:  # its own context: the profile's, with the checkout's history as the repository
             context, own = srcplan.src_context(prep.context, from_src[name]), {**own, "repository": "checkout"}
-        unit = add(make_unit(name, (wheels_df[0], f"{name}-out", context), args, keys, own, prefix,
+        own_args = _aiter_args(args) if name == "aiter" else args
+        unit = add(make_unit(name, (wheels_df[0], f"{name}-out", context), own_args, keys, own, prefix,
                              not_in_key=skip))
         args[f"{name.upper()}_WHEELS"] = unit.image
     assembly = {**args, "LOCK_SHA256": prep.lock_digest,
@@ -216,6 +217,17 @@ def make_units(profile: Profile, options: Build, base: str, prep: Prepare) -> tu
     add(make_unit("candidate", (DOCKER_DIR / "Dockerfile.patch", None, REPO_ROOT), {"IMAGE": below.image}, keys,
                   patches, f"{reg}/candidate:{stem}-"))
     return tuple(units)
+
+
+def _aiter_args(args: dict[str, str]) -> dict[str, str]:
+    """The build arguments of aiter's wheel. Under AITER_TRITON_ONLY=1 aiter's setup.py forces ENABLE_CK and
+    PREBUILD_KERNELS off and compiles nothing for a GPU (it imports none of its JIT, which is what reads GPU_ARCHS):
+    aiter 79366eb8, setup.py lines 24-27 and 200. So its wheel is one for every arch and CK mode (the four variants'
+    wheels were byte-identical, 2026-12-03), and the unit gets one key: a matrix builds it once. Which arch and CK
+    mode an image is stays in the wheels, clean and candidate images (their GPU_ARCH and ENABLE_CK)."""
+    if args.get("AITER_TRITON_ONLY") != "1":
+        return args
+    return {**args, "GPU_ARCH": "", "ENABLE_CK": "0"}
 
 
 # ---- the wheels build context -------------------------------------------------------------------------------

@@ -52,9 +52,18 @@ def test_an_aiter_bump_moves_aiter_and_what_holds_it_only():
     assert moved(BASE, after) == DOWNSTREAM_OF_AITER
 
 
+COMPILED = {"components.aiter.triton_only": "false"}
+
+
 @pytest.mark.parametrize("change", [{"arch": Arch.GFX942}, {"ck_free": False}])
-def test_the_arch_and_the_ck_mode_move_aiter_never_the_shared_layers(change):
-    assert moved(BASE, keys(**change)) == DOWNSTREAM_OF_AITER
+def test_the_arch_and_the_ck_mode_move_a_compiled_aiter_never_the_shared_layers(change):
+    assert moved(keys(overrides=COMPILED), keys(overrides=COMPILED, **change)) == DOWNSTREAM_OF_AITER
+
+
+@pytest.mark.parametrize("change", [{"arch": Arch.GFX942}, {"ck_free": False}])
+def test_the_arch_and_the_ck_mode_leave_a_triton_only_aiter_alone(change):
+    """AITER_TRITON_ONLY=1: aiter's setup.py reads neither (cleanbuild.images.plan._aiter_args)."""
+    assert moved(BASE, keys(**change)) == DOWNSTREAM_OF_AITER - {"aiter"}
 
 
 def test_aiters_own_build_switches_move_aiter_only():
@@ -180,14 +189,15 @@ def test_changed_names_the_inputs_that_differ():
 
 
 def test_an_images_labels_hold_nothing_its_key_does_not():
-    """A unit with one key for every variant (torch, ATOM, mori from PyPI) is one image, whichever variant built
-    it first: its labels, so its config and its digest, are the same from every variant's plan."""
+    """A unit with one key for every variant (torch, ATOM, mori from PyPI, a Triton-only aiter) is one image,
+    whichever variant built it first: its labels, so its config and its digest, are the same from every variant's
+    plan."""
     from cleanbuild.images.steps import unit_labels
 
     plans = [P.make_plan(profiles.load("offline"), build_of(arch, ck_free=ck))
              for arch, ck in ((Arch.GFX950, True), (Arch.GFX942, False))]
     first, second = ({u.name: u for u in plan.units} for plan in plans)
     shared = sorted(name for name in first if first[name].key == second[name].key)
-    assert {"torch", "atom", "mori"} <= set(shared) and "aiter" not in shared
+    assert {"torch", "atom", "mori", "aiter"} <= set(shared) and "wheels" not in shared
     for name in shared:
         assert unit_labels(first[name]) == unit_labels(second[name]), name

@@ -74,6 +74,27 @@ def test_key_changes_with_the_ck_mode():
     assert make(ck_free=True).wheels_key != make().wheels_key
 
 
+VARIANTS = [(Arch.GFX942, False), (Arch.GFX942, True), (Arch.GFX950, False), (Arch.GFX950, True)]
+
+
+def unit_keys(profile: str, unit: str, overrides=None) -> set[str]:
+    return {make(profile, overrides, arch=arch, ck_free=ck_free).unit(unit).key for arch, ck_free in VARIANTS}
+
+
+def test_a_triton_only_aiter_wheel_is_one_unit_for_every_arch_and_ck_mode():
+    """AITER_TRITON_ONLY=1 (the offline profile): aiter's setup.py reads neither the arch nor the CK mode, so a
+    matrix builds its wheel once; each variant keeps its own wheels, clean and candidate images, with its arch."""
+    assert len(unit_keys("offline", "aiter")) == 1
+    assert all(len(unit_keys("offline", name)) == 4 for name in ("wheels", "clean", "candidate"))
+    plan = make("offline", arch=Arch.GFX950, ck_free=True)
+    assert (wheels_args(plan)["GPU_ARCH"], wheels_args(plan)["ENABLE_CK"]) == ("gfx950", "0")
+
+
+@pytest.mark.parametrize("profile,overrides", [("default", None), ("offline", {"components.aiter.triton_only": "false"})])
+def test_a_compiled_aiter_wheel_is_one_unit_per_arch_and_ck_mode(profile, overrides):
+    assert len(unit_keys(profile, "aiter", overrides)) == 4
+
+
 def test_key_changes_with_a_pin():
     assert make(overrides={"components.aiter.ref": AITER_HEAD}).wheels_key != make().wheels_key
 
