@@ -224,8 +224,8 @@ BENCHMARKS: dict[str, tuple[str, str, Callable[[dict], Rows]]] = {
               "inspects); benchmarks/bench_units.py.", units),
     "digest": ("Reproducible digests", "Two cold builds, images removed and cache pruned before each.", digest),
     "matrix": ("Four variants", "gfx942/gfx950 x CK/CK-free cold, as build-clean builds them "
-               "(commands.build_matrix: since d52c95a all four at once, a unit they share built once; before, the "
-               "first variant alone, then the other three at once). Goal: at most 1.3 x one variant.", matrix),
+               "(commands.build_matrix: since 54537fe all four at once, a unit they share built once, and since "
+               "1a8a84f one Triton-only aiter wheel for all four). Goal: at most 1.3 x one variant.", matrix),
     "layers": ("Layer sharing", "Bytes of the four variants' images together, from the engine's layer store. "
                "Goal: at most 1.25.", layers),
     "install": ("Install floor", "The clean step against unzipping its wheels into an empty folder. Goal: at most "
