@@ -146,12 +146,19 @@ def graph(plan, rec) -> dict:
     (cleanbuild.images.graph); its wall is in the row's steps. And the part of each built unit's seconds that its
     BuildKit log gives the image export (benchmarks/buildkit_log.py): where the image store's seconds go."""
     seconds = {u.name: u.seconds for u in rec.units}
+    began = {u.name: u.began for u in rec.units}
     needs = {u.name: list(plan.needs(u)) for u in plan.units}
     finish: dict[str, float] = {}
 
+    def after(name: str, need: str) -> float:
+        """When name could start, as far as need goes: built at once with it (name began before need ended: the
+        clean step's layers), need's own seconds are inside name's, so from where need could start."""
+        at_once = None not in (began.get(name), began.get(need)) and began[name] < began[need] + seconds.get(need, 0.0)
+        return done(need) - seconds.get(need, 0.0) if at_once else done(need)
+
     def done(name: str) -> float:
         if name not in finish:
-            finish[name] = seconds.get(name, 0.0) + max((done(d) for d in needs[name]), default=0.0)
+            finish[name] = seconds.get(name, 0.0) + max((after(name, d) for d in needs[name]), default=0.0)
         return finish[name]
 
     chain = [max(needs, key=done)]

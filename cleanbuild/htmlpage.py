@@ -60,8 +60,9 @@ def _how(unit: dict[str, Any]) -> str:
 def timeline(data: dict[str, Any]) -> dict[str, Any]:
     """Every step, and under it every unit it made or reused, as bars on one time axis.
 
-    Steps run one after another and so do the units inside a step (one build at a time), so the critical path is
-    the whole chain of steps: its length is the sum of their seconds. The longest link is marked."""
+    Steps run one after another, so the critical path is the whole chain of steps: its length is the sum of their
+    seconds. The longest link is marked. A unit's bar starts where the report says it began (start_s: the units of
+    a step build at once where they can); a report without it lays the units end to end."""
     steps = data.get("steps") or []
     units = data.get("units") or []
     chain = sum(s["seconds"] for s in steps)
@@ -75,8 +76,9 @@ def timeline(data: dict[str, Any]) -> dict[str, Any]:
         inner = at
         for unit in (u for u in units if UNIT_STEP.get(u["name"], "wheels") == step["name"]):
             seconds = unit.get("seconds") or 0.0
+            began = unit.get("start_s")
             rows.append({"kind": "unit", "name": unit["name"], "status": _how(unit), "seconds": seconds,
-                         "x": inner * scale, "w": max(seconds * scale, 1.0), "detail": unit.get("how") or "",
+                         "x": (inner if began is None else began) * scale, "w": max(seconds * scale, 1.0), "detail": unit.get("how") or "",
                          "longest": False})
             inner += seconds
         at += step["seconds"]

@@ -55,6 +55,7 @@ class UnitRecord:
     how: str  # "found here by key", "pulled from the registry", "built", "built and pushed", ...
     changed: tuple[str, ...] = ()  # built: the inputs that differ from the newest other build of this unit here
     seconds: float = 0.0  # how long finding, pulling or building it took (the report's timeline)
+    began: float | None = None  # time.monotonic() when it began (its wait for the key's lock included)
 
 
 @dataclass(frozen=True)

@@ -260,3 +260,17 @@ def test_open_hands_the_page_to_the_desktop_browser(page, monkeypatch, capsys, b
         return
     with pytest.raises(EnvironmentProblem, match="no web browser could open"):
         commands.print_report("r1", open_page=True)
+
+
+def test_units_built_at_once_start_together_on_the_timeline_and_a_report_without_starts_lays_them_end_to_end():
+    def units(start: float | None) -> list[dict]:
+        return [{"name": n, "status": "built", "how": "built at once (venv, atom-layer, clean)", "seconds": 50.0,
+                 **({"start_s": start} if start is not None else {})} for n in ("venv", "atom-layer", "clean")]
+
+    def xs(data: dict) -> list[float]:
+        return [r["x"] for r in htmlpage.timeline(data)["rows"] if r["kind"] == "unit"]
+
+    step = {"name": "clean", "status": "passed", "seconds": 50.0}
+    assert xs({"steps": [step], "total_seconds": 50.0, "units": units(0.0)}) == [0.0] * 3
+    laid = xs({"steps": [step], "total_seconds": 50.0, "units": units(None)})
+    assert laid[0] == 0.0 and laid[1] == laid[2] / 2 > 0

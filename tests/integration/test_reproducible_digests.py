@@ -26,12 +26,13 @@ import pytest
 
 from cleanbuild import engine
 from cleanbuild.errors import StepFailed
-from cleanbuild.images import attest, pipeline, reproduce, sbom, verify
-from cleanbuild.images.plan import Plan
+from cleanbuild.images import attest, pipeline, reproduce, sbom, steps, verify
+from cleanbuild.images.plan import CLEAN_UNITS, Plan
+from cleanbuild.images.record import clean_labels
 from cleanbuild.refs import split_image
 from cleanbuild.settings import resolve
 from tests.integration.test_registry import registry, registry_blob, registry_digest  # noqa: F401 - the registry fixture
-from tests.support.builds import REPO, VARIANTS
+from tests.support.builds import REPO, VARIANTS, forget
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 MEASURED = ("wheels", "clean", "candidate")
@@ -147,3 +148,25 @@ def test_verify_names_the_layer_and_file_of_an_image_changed_after_the_build(rep
         engine.untag(reproducible_engine, changed)
         if result.get("rebuilt_ref") not in (None, ref):
             engine.untag(reproducible_engine, result["rebuilt_ref"])
+
+
+def test_the_clean_layers_built_at_once_have_the_digests_of_those_built_one_after_another(reproducible_engine,
+                                                                                          offline_builds):
+    """The session built the clean step's layers at once (cleanbuild.images.atonce: each target builds the layers
+    below it inline). Built again from a pruned BuildKit cache one after another, each FROM the image below
+    (steps._ensure, the classic store's path), they come out with the same digests: a layer found by key and a
+    layer built on an image found by key are the bytes a cold build would give."""
+    cli = reproducible_engine
+    plan = offline_builds[VARIANTS[0].name].plan
+    rec = pipeline.run(plan, cli, ("preflight", "prepare", "wheels", "clean"), failed_report=False)
+    layers = [plan.unit(name) for name in CLEAN_UNITS]
+    first = {u.name: u.image_id for u in rec.units if u.name in CLEAN_UNITS}
+    assert {u.how for u in rec.units if u.name in CLEAN_UNITS} <= {"found here by key",
+                                                                   "built at once (venv, atom-layer, clean)"}
+    forget(cli, layers)
+    subprocess.run(["docker", "builder", "prune", "-af"], check=True, capture_output=True)  # noqa: S603,S607
+    ctx = steps.Ctx(plan, cli, steps.Journal())
+    own = {"clean": clean_labels(plan, rec)}
+    second = {u.name: steps._ensure(ctx, rec, u, own.get(u.name, ())) for u in layers}
+    assert [u.how for u in second.values()] == ["built"] * 3
+    assert {n: u.image_id for n, u in second.items()} == first
