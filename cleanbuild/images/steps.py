@@ -209,7 +209,7 @@ def _build_at_once(ctx: Ctx, rec: BuildRecord, batch: list[tuple[Unit, reuse.Dec
     (atonce.stage_args); each unit's seconds run from the common start."""
     units = [u for u, _ in batch]
     decisions = {u.name: d for u, d in batch}
-    how = f"built at once ({', '.join(u.name for u in units)})"
+    how = f"built at once ({', '.join(u.name for u in units)})" if len(units) > 1 else "built"
 
     def work(unit: Unit) -> UnitRecord:
         image_id = buildx.build(build_spec(unit), ctx.plan.options, labels=(*labels.get(unit.name, ()), *unit_labels(unit)),
