@@ -1,33 +1,100 @@
-"""Layers built at once: the clean step's units (venv, atom-layer, clean) each start FROM the one below, named by a
-build argument (VENV_IMAGE, ATOM_IMAGE). Where every one of them is to be built, the build of a higher one can
-name the lower one's stage of the same Dockerfile instead of its image (`VENV_IMAGE=venv`): its target then builds
-the layers below inline. Started together on one BuildKit, the builds share those stages (BuildKit runs each
-vertex once), and a layer above no longer waits for the image export of the one below: on the containerd store
-that export (tar, zstd, digests, fsync of the 2.7 GB venv layer) is most of the venv unit's time. The LLB is the
-one the images below would give, so the digests are those of the layers built one after another (checked by
-tests/integration/test_reproducible_digests.py). Pure: cleanbuild.images.steps acts on it.
+"""Units built at once: a unit's build reads the units it needs through build arguments that name their images
+(VENV_IMAGE, DEPS_WHEELS, BUILDER, ...). Where a unit it needs is to be built too, from the same Dockerfile, its
+build can name that unit's stage instead (`DEPS_WHEELS=deps-out`, `VENV_IMAGE=venv`): its target then builds those
+stages inline. Started together on one BuildKit, the builds share those stages (BuildKit runs each vertex once), and
+a unit no longer waits for the image export of the units below it: on the containerd store that export (tar, zstd,
+digests, unpack, fsync) is seconds per unit and 20 s for the 2.7 GB venv layer.
+
+A stage is only the same vertex, and its output only the same bytes, where the build arguments it reads have the
+same values in both builds. So a unit inlines a unit it needs only where every argument that unit's stages read
+has its value in this build too, and where the arguments it adds change none of this unit's own stages; else it
+waits for that unit's image (the wheels assembly reads aiter's, built with GPU_ARCH="" in the Triton-only mode,
+while its own GPU_ARCH names the arch). A unit that waits for one image waits for all it reads: it starts when
+they are built, and reading their images costs less than building their stages again (and sending their build
+context: the local repositories, 217 MB offline). The LLB of every target is then the one the images below would give, so
+the digests are those of the units built one after another (tests/integration/test_reproducible_digests.py). Pure:
+cleanbuild.images.steps acts on it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 from .components import Unit
+from .dockerfile import reached, used_args
+
+Args = tuple[tuple[str, str], ...]
 
 
-def joins(lower: Unit, upper: Unit) -> bool:
-    """upper can build lower's layers inline: a stage of the same Dockerfile, named by one of upper's arguments."""
-    return (upper.dockerfile == lower.dockerfile and lower.target is not None and upper.target is not None
-            and any(value == lower.image for _, value in upper.args))
+@dataclass(frozen=True)
+class Joined:
+    """How one unit of a batch is built: the batch units whose stages its target runs inline (in batch order), the
+    batch units it waits for (it reads their images), and its build arguments."""
+
+    inline: tuple[str, ...]
+    waits: tuple[str, ...]
+    args: Args
 
 
-def stage_args(batch: Sequence[Unit], unit: Unit) -> tuple[tuple[str, str], ...]:
-    """unit's build arguments, with those the stages below it read (clean's build reads atom's VENV_IMAGE too),
-    every image of a unit below it in batch replaced by that unit's stage (clean gets ATOM_IMAGE=atom, and
-    VENV_IMAGE=venv when the venv is in batch, else the venv's image)."""
-    at = [u.name for u in batch].index(unit.name)
-    stages = {u.image: str(u.target) for u in batch[:at]}
+def batch(units: Sequence[Unit], needs: Callable[[Unit], Iterable[str]]) -> dict[str, Joined]:
+    """For every unit of units (all to be built, in build order) how it is built at once with the others. needs:
+    the names of the units whose images a unit reads (cleanbuild.images.plan.Plan.needs)."""
+    by_name = {u.name: u for u in units}
+    order = [u.name for u in units]
+    out: dict[str, Joined] = {}
+    for unit in units:
+        inline: set[str] = set()
+        for name in sorted(set(needs(unit)) & set(by_name), key=order.index):
+            lower = by_name[name]
+            if lower.dockerfile != unit.dockerfile or lower.target is None or unit.target is None:
+                continue
+            trial = inline | {name} | set(out[name].inline)
+            if _consistent(unit, _args(units, trial, unit), [by_name[n] for n in trial], out):
+                inline = trial
+        waits = tuple(n for n in order if n in set(needs(unit)) and n not in inline)
+        if waits:  # it starts once that image is there, by then the others' too: it reads theirs
+            inline, waits = set(), tuple(n for n in order if n in set(needs(unit)))
+        out[unit.name] = Joined(tuple(n for n in order if n in inline), waits, _args(units, inline, unit))
+    return out
+
+
+def groups(joined: dict[str, Joined]) -> dict[str, tuple[str, ...]]:
+    """Each unit's group: the units linked to it by inlining, the ones that start together and share stages."""
+    parent = {name: name for name in joined}
+
+    def root(name: str) -> str:
+        while parent[name] != name:
+            name = parent[name]
+        return name
+
+    for name, how in joined.items():
+        for lower in how.inline:
+            parent[root(lower)] = root(name)
+    return {name: tuple(n for n in joined if root(n) == root(name)) for name in joined}
+
+
+def _args(units: Sequence[Unit], inline: set[str], unit: Unit) -> Args:
+    """unit's build arguments with those of the units it inlines (its own last: where they differ, its own value
+    holds), each inlined unit's image replaced by its stage."""
+    stages = {u.image: str(u.target) for u in units if u.name in inline}
     merged: dict[str, str] = {}
-    for each in batch[:at + 1]:  # unit's own last: where they differ, its own value holds
+    for each in [*(u for u in units if u.name in inline), unit]:
         merged.update(each.args)
     return tuple((key, stages.get(value, value)) for key, value in merged.items())
+
+
+def _consistent(unit: Unit, args: Args, inline: list[Unit], built: dict[str, Joined]) -> bool:
+    """unit's target, with args, reaches every inlined unit's stage (FROM names only a stage defined above it);
+    every argument an inlined unit's stages read has, in args, the value of that unit's own build; and every
+    argument the inlining adds to unit's own is one unit's own stages do not read."""
+    values = dict(args)
+    stages = {s.name for s in reached(unit.dockerfile.read_text(), str(unit.target), values)}
+    if any(lower.target not in stages for lower in inline):
+        return False
+    for lower in inline:
+        own = dict(built[lower.name].args)
+        if any(values.get(key) != own.get(key) for key in used_args(lower.dockerfile, str(lower.target), own)):
+            return False
+    added = set(values) - {key for key, _ in unit.args}
+    return not added & used_args(unit.dockerfile, str(unit.target), dict(unit.args))

@@ -63,6 +63,7 @@ def reached(text: str, target: str, args: Mapping[str, str]) -> list[Stage]:
     if target not in stages:
         raise KeyError(f"no stage {target!r}")
     values = {**_defaults(preamble), **args}
+    order = {name: i for i, name in enumerate(stages)}
     todo, seen = [target], set()
     while todo:
         name = todo.pop()
@@ -70,20 +71,26 @@ def reached(text: str, target: str, args: Mapping[str, str]) -> list[Stage]:
             continue
         seen.add(name)
         stage = stages[name]
-        todo.append(_expand(stage.base, values))
+        base = _expand(stage.base, values)
+        if order.get(base, len(order)) < order[name]:  # FROM names only a stage above it; else it is an image
+            todo.append(base)
         todo += [_expand(ref, values) for ref in _REFS.findall(stage.text)]
     return [s for n, s in stages.items() if n in seen]
 
 
 def base_image(path: Path, target: str | None, args: Mapping[str, str]) -> str:
     """The image a target starts FROM, its FROM lines followed through stage names, with this build's arguments
-    substituted ("scratch" for a target that starts from nothing). No target: the file's last stage."""
+    substituted ("scratch" for a target that starts from nothing; a name no stage above carries is an image). No
+    target: the file's last stage."""
     preamble, stages = _parse(path.read_text())
     values = {**_defaults(preamble), **args}
-    name, seen = (target if target is not None else list(stages)[-1]), set()
-    while name in stages and name not in seen:
-        seen.add(name)
-        name = _expand(stages[name].base, values)
+    order = {name: i for i, name in enumerate(stages)}
+    name = target if target is not None else list(stages)[-1]
+    while name in stages:
+        base = _expand(stages[name].base, values)
+        if order.get(base, len(order)) >= order[name]:  # an image (FROM names only a stage above it)
+            return base
+        name = base
     return name
 
 

@@ -28,11 +28,9 @@ def workers(count: int) -> int:
     return max(1, min(count, max(2, os.cpu_count() or 2)))
 
 
-def run(units: Sequence[Unit], needs: Callable[[Unit], Iterable[str]], work: Callable[[Unit], R],
-        width: int | None = None) -> tuple[R, ...]:
-    """work(unit) for every unit, each once every unit it needs among these is done; the results in units' order.
-    width: how many at once (default: workers(len(units))); builds that wait on each other inside BuildKit (the
-    clean step's layers built at once) need one thread each."""
+def run(units: Sequence[Unit], needs: Callable[[Unit], Iterable[str]], work: Callable[[Unit], R]) -> tuple[R, ...]:
+    """work(unit) for every unit, each once every unit it needs among these is done, at most workers(len(units))
+    at a time and, among those ready, in units' order; the results in units' order."""
     names = {u.name for u in units}
     wanted = {u.name: set(needs(u)) & names for u in units}
     missing = [u.name for u in units if u.name in wanted[u.name]]
@@ -41,7 +39,7 @@ def run(units: Sequence[Unit], needs: Callable[[Unit], Iterable[str]], work: Cal
     done: dict[str, R] = {}
     pending = list(units)
     failure: BaseException | None = None
-    with concurrent.futures.ThreadPoolExecutor(max_workers=width or workers(len(units)), thread_name_prefix="unit") as pool:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers(len(units)), thread_name_prefix="unit") as pool:
         running: dict[concurrent.futures.Future[R], Unit] = {}
         try:
             while pending or running:

@@ -158,6 +158,17 @@ def test_a_target_reaches_its_stages_with_the_arguments_substituted(small):
     assert dockerfile.used_args(small, "one", {}) == {"BASE", "SRC", "ONE_REF"}
 
 
+def test_from_names_only_a_stage_above_it_a_name_defined_below_is_an_image(small):
+    """BuildKit's FROM resolves a stage defined above it; the same name defined below is pulled as an image."""
+    small.write_text(DOCKERFILE + "FROM ${LATE} AS late-in\nFROM builder AS late\nRUN echo late\n"
+                     "FROM ${LATE} AS late-in-again\n")
+    assert dockerfile.base_image(small, "late-in", {"LATE": "late"}) == "late"
+    assert [s.name for s in dockerfile.reached(small.read_text(), "late-in", {"LATE": "late"})] == ["late-in"]
+    assert dockerfile.base_image(small, "late-in-again", {"LATE": "late", "BASE": "img"}) == "img"
+    assert [s.name for s in dockerfile.reached(small.read_text(), "late-in-again", {"LATE": "late"})] == [
+        "builder", "late", "late-in-again"]
+
+
 def test_an_edit_of_another_stage_does_not_move_a_targets_digest(small):
     before = {t: dockerfile.stage_digest(small, t, {}) for t in ("one", "two")}
     small.write_text(re.sub("echo two", "echo 2", DOCKERFILE))

@@ -51,7 +51,8 @@ def test_base_image_follows_stages_and_substitutes_arguments(tmp_path):
     assert dockerfile.base_image(DOCKER_DIR / "Dockerfile.wheels", "wheels", {}) == "scratch"
     looped = tmp_path / "Dockerfile"
     looped.write_text("FROM b AS a\nFROM a AS b\n")
-    assert dockerfile.base_image(looped, "a", {}) == "a"  # a loop ends; BuildKit refuses the file itself
+    assert dockerfile.base_image(looped, "a", {}) == "b"  # no loop: stage b is below a, so a's FROM b is an image
+    assert dockerfile.base_image(looped, "b", {}) == "b"
 
 
 def test_a_chain_that_holds_is_reused_whole(plan, fake):
