@@ -269,8 +269,9 @@ def _summary(done: tuple[UnitRecord, ...]) -> str:
 
 
 def wheels(ctx: Ctx, rec: BuildRecord) -> Outcome:
-    """Every component image and the wheels image, as a graph (cleanbuild.images.graph): independent components
-    build at the same time (the engine client's connection pool serves the threads)."""
+    """Every component image and the wheels image (_ensure_step): independent components build at the same time,
+    on the containerd store each reading the stages of the components it needs rather than their images (the
+    engine client's connection pool serves the threads)."""
     done = tuple(_ensure_step(ctx, rec, ctx.plan.step_units("wheels"), {}))
     assembly = done[-1]
     raw = engine.read_file(ctx.cli, assembly.image_id, "/wheels/manifest.json", rec.run_id)
