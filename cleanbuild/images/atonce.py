@@ -60,7 +60,7 @@ def batch(units: Sequence[Unit], needs: Callable[[Unit], Iterable[str]]) -> dict
 
 
 def groups(joined: dict[str, Joined]) -> dict[str, tuple[str, ...]]:
-    """Each unit's group: the units linked to it by inlining, the ones that start together and share stages."""
+    """Each unit's group: the units linked to it by inlining, whose builds share stages."""
     parent = {name: name for name in joined}
 
     def root(name: str) -> str:
