@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from .components import Unit
-from .dockerfile import reached, used_args
+from .dockerfile import built_on, from_chain, reached, used_args
 
 Args = tuple[tuple[str, str], ...]
 
@@ -44,19 +44,44 @@ def batch(units: Sequence[Unit], needs: Callable[[Unit], Iterable[str]]) -> dict
     order = [u.name for u in units]
     out: dict[str, Joined] = {}
     for unit in units:
-        inline: set[str] = set()
-        for name in sorted(set(needs(unit)) & set(by_name), key=order.index):
-            lower = by_name[name]
-            if lower.dockerfile != unit.dockerfile or lower.target is None or unit.target is None:
-                continue
-            trial = inline | {name} | set(out[name].inline)
-            if _consistent(unit, _args(units, trial, unit), [by_name[n] for n in trial], out):
-                inline = trial
-        waits = tuple(n for n in order if n in set(needs(unit)) and n not in inline)
-        if waits:  # it starts once that image is there, by then the others' too: it reads theirs
-            inline, waits = set(), tuple(n for n in order if n in set(needs(unit)))
+        needed = [n for n in order if n in set(needs(unit))]
+        ready: set[str] = set()  # built by the time unit starts: it reads their images
+        while True:
+            inline = _inlined(unit, [n for n in needed if n not in ready and not ready & set(out[n].inline)],
+                              by_name, out)
+            waits = tuple(n for n in needed if n not in inline)
+            now = _below(waits, by_name, needs)
+            if now <= ready:
+                break
+            ready |= now
         out[unit.name] = Joined(tuple(n for n in order if n in inline), waits, _args(units, inline, unit))
     return out
+
+
+def _inlined(unit: Unit, names: list[str], by_name: dict[str, Unit], built: dict[str, Joined]) -> set[str]:
+    """The units of names (in build order) whose stages unit's target builds inline: each with the units it
+    inlines itself, where _consistent holds for all of them together."""
+    inline: set[str] = set()
+    for name in names:
+        lower = by_name[name]
+        if lower.dockerfile != unit.dockerfile or lower.target is None or unit.target is None:
+            continue
+        trial = inline | {name} | set(built[name].inline)
+        if _consistent(unit, _args(list(by_name.values()), trial, unit), [by_name[n] for n in trial], built):
+            inline = trial
+    return inline
+
+
+def _below(names: Iterable[str], by_name: dict[str, Unit], needs: Callable[[Unit], Iterable[str]]) -> set[str]:
+    """names and every unit of the batch they need, transitively: all built before the first of names is."""
+    seen: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo += [n for n in needs(by_name[name]) if n in by_name]
+    return seen
 
 
 def groups(joined: dict[str, Joined]) -> dict[str, tuple[str, ...]]:
@@ -86,8 +111,9 @@ def _args(units: Sequence[Unit], inline: set[str], unit: Unit) -> Args:
 
 def _consistent(unit: Unit, args: Args, inline: list[Unit], built: dict[str, Joined]) -> bool:
     """unit's target, with args, reaches every inlined unit's stage (FROM names only a stage defined above it);
-    every argument an inlined unit's stages read has, in args, the value of that unit's own build; and every
-    argument the inlining adds to unit's own is one unit's own stages do not read."""
+    every argument an inlined unit's stages read has, in args, the value of that unit's own build; every argument
+    the inlining adds to unit's own is one unit's own stages do not read; and BuildKit's cache of unit's stages
+    serves a later build that reads the inlined units' images (_cached_alike)."""
     values = dict(args)
     stages = {s.name for s in reached(unit.dockerfile.read_text(), str(unit.target), values)}
     if any(lower.target not in stages for lower in inline):
@@ -97,4 +123,22 @@ def _consistent(unit: Unit, args: Args, inline: list[Unit], built: dict[str, Joi
         if any(values.get(key) != own.get(key) for key in used_args(lower.dockerfile, str(lower.target), own)):
             return False
     added = set(values) - {key for key, _ in unit.args}
-    return not added & used_args(unit.dockerfile, str(unit.target), dict(unit.args))
+    if added & used_args(unit.dockerfile, str(unit.target), dict(unit.args)):
+        return False
+    return _cached_alike(unit, values, inline, built)
+
+
+def _cached_alike(unit: Unit, values: dict[str, str], inline: list[Unit], built: dict[str, Joined]) -> bool:
+    """No stage of unit's own that is not a layer of its image (its target's FROM chain) starts FROM an inlined
+    unit's stage. BuildKit keys such a stage's cache by the chain below it: built on the stage here and on the
+    image in a later build (a bump that reuses the unit below), it would run again there. aiter's torch-env and
+    aiter-env start FROM builder-git and read no aiter pin: built on builder-git's stage, an aiter bump ran them
+    again (19.1 -> 40.3 s, 2026-12-04). A stage read with COPY --from or --mount is keyed by its content, and a
+    layer of the image is built again whenever the unit is."""
+    text = unit.dockerfile.read_text()
+    layers = set(from_chain(text, str(unit.target), values))
+    for lower in inline:
+        lower_stages = {s.name for s in reached(text, str(lower.target), dict(built[lower.name].args))}
+        if built_on(text, str(unit.target), values, str(lower.target)) - lower_stages - layers:
+            return False
+    return True

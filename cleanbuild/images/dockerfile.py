@@ -63,35 +63,60 @@ def reached(text: str, target: str, args: Mapping[str, str]) -> list[Stage]:
     if target not in stages:
         raise KeyError(f"no stage {target!r}")
     values = {**_defaults(preamble), **args}
-    order = {name: i for i, name in enumerate(stages)}
     todo, seen = [target], set()
     while todo:
         name = todo.pop()
         if name in seen or name not in stages:
             continue
         seen.add(name)
-        stage = stages[name]
-        base = _expand(stage.base, values)
-        if order.get(base, len(order)) < order[name]:  # FROM names only a stage above it; else it is an image
+        base = _base_stage(stages, name, values)
+        if base is not None:
             todo.append(base)
-        todo += [_expand(ref, values) for ref in _REFS.findall(stage.text)]
+        todo += [_expand(ref, values) for ref in _REFS.findall(stages[name].text)]
     return [s for n, s in stages.items() if n in seen]
+
+
+def _base_stage(stages: dict[str, Stage], name: str, values: Mapping[str, str]) -> str | None:
+    """The stage that stage name starts FROM, or None where its FROM names an image: FROM names a stage only if
+    that stage is defined above it (BuildKit pulls `docker.io/library/<name>` otherwise)."""
+    base = _expand(stages[name].base, values)
+    order = list(stages)
+    return base if base in stages and order.index(base) < order.index(name) else None
+
+
+def from_chain(text: str, target: str, args: Mapping[str, str]) -> list[str]:
+    """The stages target's FROM lines go through, target first: the stages whose instructions are the layers of
+    the target's image (a stage it reads with COPY --from or --mount is not among them)."""
+    preamble, stages = _parse(text)
+    values = {**_defaults(preamble), **args}
+    chain = [target]
+    while (base := _base_stage(stages, chain[-1], values)) is not None:
+        chain.append(base)
+    return chain
+
+
+def built_on(text: str, target: str, args: Mapping[str, str], stage: str) -> set[str]:
+    """The stages `--target target` runs, with these build arguments, that start FROM stage (their FROM lines
+    followed through stage names) and run an instruction of their own; stage itself left out. BuildKit keys such a
+    stage's cache by the chain below it, not by its content (a COPY --from or a --mount source is keyed by content)."""
+    return {s.name for s in reached(text, target, args)
+            if s.name != stage and stage in from_chain(text, s.name, args) and _runs(s)}
+
+
+def _runs(stage: Stage) -> bool:
+    """Whether the stage has an instruction besides FROM and ARG (an alias such as `FROM ${BUILDER} AS builder` has
+    none)."""
+    return any(line.strip() and not _ARG.match(line) for line in stage.text.splitlines()[1:])
 
 
 def base_image(path: Path, target: str | None, args: Mapping[str, str]) -> str:
     """The image a target starts FROM, its FROM lines followed through stage names, with this build's arguments
     substituted ("scratch" for a target that starts from nothing; a name no stage above carries is an image). No
     target: the file's last stage."""
-    preamble, stages = _parse(path.read_text())
-    values = {**_defaults(preamble), **args}
-    order = {name: i for i, name in enumerate(stages)}
-    name = target if target is not None else list(stages)[-1]
-    while name in stages:
-        base = _expand(stages[name].base, values)
-        if order.get(base, len(order)) >= order[name]:  # an image (FROM names only a stage above it)
-            return base
-        name = base
-    return name
+    text = path.read_text()
+    preamble, stages = _parse(text)
+    bottom = from_chain(text, target if target is not None else list(stages)[-1], args)[-1]
+    return _expand(stages[bottom].base, {**_defaults(preamble), **args})
 
 
 def used_args(path: Path, target: str, args: Mapping[str, str]) -> set[str]:

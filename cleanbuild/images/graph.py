@@ -30,7 +30,8 @@ def workers(count: int) -> int:
 
 def run(units: Sequence[Unit], needs: Callable[[Unit], Iterable[str]], work: Callable[[Unit], R]) -> tuple[R, ...]:
     """work(unit) for every unit, each once every unit it needs among these is done, at most workers(len(units))
-    at a time and, among those ready, in units' order; the results in units' order."""
+    at a time and, whenever a thread is free, the first ready in units' order (a unit ready late still goes before
+    those after it); the results in units' order."""
     names = {u.name for u in units}
     wanted = {u.name: set(needs(u)) & names for u in units}
     missing = [u.name for u in units if u.name in wanted[u.name]]
@@ -39,12 +40,13 @@ def run(units: Sequence[Unit], needs: Callable[[Unit], Iterable[str]], work: Cal
     done: dict[str, R] = {}
     pending = list(units)
     failure: BaseException | None = None
-    with concurrent.futures.ThreadPoolExecutor(max_workers=workers(len(units)), thread_name_prefix="unit") as pool:
+    width = workers(len(units))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=width, thread_name_prefix="unit") as pool:
         running: dict[concurrent.futures.Future[R], Unit] = {}
         try:
             while pending or running:
                 ready = [u for u in pending if wanted[u.name] <= done.keys()] if failure is None else []
-                for unit in ready:
+                for unit in ready[:width - len(running)]:  # a free thread takes the first unit ready, not a queue
                     pending.remove(unit)
                     label = len(units) > 1
                     running[pool.submit(contextvars.copy_context().run, _labelled, work, unit, label)] = unit

@@ -63,19 +63,39 @@ def test_a_unit_of_another_dockerfile_or_without_a_target_is_waited_for(plan):
     assert dict(joined["venv"].args) == dict(venv.args)
 
 
-def test_the_assembly_waits_for_an_aiter_built_with_other_arguments_and_so_for_every_image():
+def test_the_assembly_waits_for_an_aiter_built_with_other_arguments_and_reads_what_aiter_read_as_images():
     """Triton-only: aiter's wheel is built with GPU_ARCH="" (one wheel for every arch) while the assembly's
-    GPU_ARCH names the arch; inlined, aiter's stage would be another vertex and another wheel."""
+    GPU_ARCH names the arch; inlined, aiter's stage would be another vertex and another wheel. So the assembly
+    starts once aiter's image is there, and by then every unit aiter needs is built too: it reads their images.
+    ATOM, mori and the installer need nothing aiter needs but the build environments: they stay inline."""
     plan = offline_plan(next(v for v in VARIANTS if v.ck_free))
     units = plan.step_units("wheels")
     aiter, wheels = plan.unit("aiter"), plan.unit("wheels")
     assert dict(aiter.args)["GPU_ARCH"] != dict(wheels.args)["GPU_ARCH"]
     joined = atonce.batch(units, plan.needs)
-    assert set(joined["wheels"].waits) == set(plan.needs(wheels)) and joined["wheels"].inline == ()
-    assert dict(joined["wheels"].args) == dict(wheels.args)  # it reads every image: aiter's makes it wait anyway
-    assert joined["aiter"].waits == () and {"deps", "torch", "builder"} <= set(joined["aiter"].inline)
+    assert set(joined["wheels"].waits) == {"builder", "torch", "triton", "deps", "sdists", "aiter"}
+    assert joined["wheels"].inline == ("atom", "mori", "installer")
+    args = dict(joined["wheels"].args)
+    assert args["AITER_WHEELS"] == aiter.image and args["DEPS_WHEELS"] == plan.unit("deps").image
+    assert args["ATOM_WHEELS"] == "atom-out"
+    assert set(joined["aiter"].inline) == {"torch", "triton", "deps", "sdists"}
     assert dict(joined["aiter"].args)["DEPS_WHEELS"] == "deps-out"
     assert dict(joined["aiter"].args)["GPU_ARCH"] == ""  # its own value, not the assembly's
+
+
+def test_a_unit_whose_own_stages_start_from_a_build_environment_reads_its_image():
+    """aiter's torch-env and aiter-env start FROM builder-git and read no aiter pin. Built on builder-git's stage,
+    BuildKit's cache of them would not serve an aiter bump, which reads builder-git's image: aiter waits for the
+    build environments' images. builder-git's own target is a layer of builder's chain: it inlines builder. The
+    clean layers start FROM the layer below and are its image's layers: they stay inline (first test)."""
+    plan = offline_plan(VARIANTS[0])
+    joined = atonce.batch(plan.step_units("wheels"), plan.needs)
+    assert joined["aiter"].waits == ("builder-git",)  # builder is below it
+    aiter_args = dict(joined["aiter"].args)
+    assert (aiter_args["BUILDER"], aiter_args["BUILDER_GIT"]) == (plan.unit("builder").image,
+                                                                  plan.unit("builder-git").image)
+    assert joined["builder-git"].inline == ("builder",) and dict(joined["builder-git"].args)["BUILDER"] == "builder-base"
+    assert joined["torch"].waits == ("builder",) and joined["atom"].waits == ("builder-git",)
 
 
 def test_an_argument_an_inlined_stage_reads_with_another_value_keeps_it_out():
@@ -162,7 +182,7 @@ def test_layers_all_found_are_all_reused_and_nothing_is_built(plan, monkeypatch)
     assert [u.status for u in clean_layers(plan, fake)] == ["reused"] * 3 and builds.calls == []
 
 
-def test_the_wheels_step_builds_aiter_first_with_its_components_inline_and_the_assembly_last(monkeypatch):
+def test_the_wheels_step_builds_aiter_on_the_environments_images_with_its_components_inline(monkeypatch):
     plan = offline_plan(next(v for v in VARIANTS if v.ck_free))
     units = plan.step_units("wheels")
     fake = FakeEngine()
@@ -171,10 +191,12 @@ def test_the_wheels_step_builds_aiter_first_with_its_components_inline_and_the_a
     ctx = steps.Ctx(plan=plan, cli=fake, journal=steps.Journal())
     done = steps._ensure_step(ctx, record(True), units, {})
     assert [u.status for u in done] == ["built"] * len(units)
-    assert builds.calls[0][0] == "aiter" and builds.finished_before["aiter"] == set()
-    assert builds.calls[-1][0] == "wheels" and builds.finished_before["wheels"] >= set(plan.needs(plan.unit("wheels")))
+    assert {n for n, _ in builds.calls[:2]} == {"builder", "builder-git"}  # builder-git inlines builder
+    assert builds.finished_before["aiter"] >= {"builder", "builder-git"}
+    assert builds.finished_before["wheels"] >= {"aiter", "deps", "torch"}  # ATOM and the installer: inline
     args = dict(builds.calls)
     assert args["aiter"]["DEPS_WHEELS"] == "deps-out" and args["wheels"]["AITER_WHEELS"] == plan.unit("aiter").image
+    assert args["aiter"]["BUILDER_GIT"] == plan.unit("builder-git").image
     free = [steps._key_lock(u.key).acquire(blocking=False) for u in units]  # every lock given back
     for unit, taken in zip(units, free, strict=True):
         if taken:

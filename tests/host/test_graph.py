@@ -75,6 +75,28 @@ def test_a_failure_starts_nothing_new_lets_the_running_finish_and_is_raised():
     assert ("end", "deps") in log.events  # it was running: it finished
 
 
+def test_a_free_thread_takes_the_first_unit_ready_in_order_not_the_first_queued(monkeypatch):
+    """Two threads. aiter (first in order) waits for builder-git; torch, deps and installer are ready before it.
+    When builder-git is done, aiter takes its thread ahead of the two ready since before (a pool's queue would
+    have run them first)."""
+    monkeypatch.setattr(graph.os, "cpu_count", lambda: 2)
+    order = ["aiter", "builder-git", "torch", "deps", "installer"]
+    wants = {"aiter": ("builder-git",)}
+    release, started, lock = threading.Event(), [], threading.Lock()
+
+    def work(unit):
+        with lock:
+            started.append(unit.name)
+        if unit.name == "torch":
+            assert release.wait(timeout=5)  # holds the other thread until aiter has started
+        if unit.name == "aiter":
+            release.set()
+        return unit.name
+
+    graph.run(_units(*order), lambda u: wants.get(u.name, ()), work)
+    assert started[:3] == ["builder-git", "torch", "aiter"], started
+
+
 def test_a_unit_that_needs_itself_is_refused():
     with pytest.raises(ValueError, match="need themselves"):
         graph.run(_units("builder"), lambda u: ("builder",), Log().work)
