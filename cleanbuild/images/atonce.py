@@ -9,11 +9,13 @@ A stage is only the same vertex, and its output only the same bytes, where the b
 same values in both builds. So a unit inlines a unit it needs only where every argument that unit's stages read
 has its value in this build too, and where the arguments it adds change none of this unit's own stages; else it
 waits for that unit's image (the wheels assembly reads aiter's, built with GPU_ARCH="" in the Triton-only mode,
-while its own GPU_ARCH names the arch). A unit that waits for one image waits for all it reads: it starts when
-they are built, and reading their images costs less than building their stages again (and sending their build
-context: the local repositories, 217 MB offline). The LLB of every target is then the one the images below would give, so
-the digests are those of the units built one after another (tests/integration/test_reproducible_digests.py). Pure:
-cleanbuild.images.steps acts on it.
+while its own GPU_ARCH names the arch). Nor where a stage of its own, other than a layer of its image, starts FROM
+that unit's stage: BuildKit keys such a stage's cache by the chain below it, and a later build reading the image
+would run it again (_cached_alike). A unit that waits for an image reads the images of every unit that one needs
+as well: they are built by the time it starts, and building their stages again would only add vertices to look
+up (and their build context to send: the local repositories, 217 MB offline). The LLB of every target is then the
+one the images below would give, so the digests are those of the units built one after another
+(tests/integration/test_reproducible_digests.py). Pure: cleanbuild.images.steps acts on it.
 """
 
 from __future__ import annotations

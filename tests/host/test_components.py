@@ -169,6 +169,18 @@ def test_from_names_only_a_stage_above_it_a_name_defined_below_is_an_image(small
         "builder", "late", "late-in-again"]
 
 
+def test_the_stages_built_on_a_stage_are_those_whose_from_chain_passes_it_and_that_run_something():
+    """from_chain: a target's FROM lines followed through stages (its image's layers); built_on: the stages that
+    start FROM a stage, aliases (a FROM and nothing else) and stages read with COPY --from left out."""
+    text = ("ARG ENV=env-base\nFROM img AS env-base\nRUN make-env\nFROM ${ENV} AS env\nFROM env AS tool\nARG X\n"
+            "RUN build-tool\nFROM tool AS top\nRUN more\nFROM scratch AS out\nCOPY --from=top /out/ /out/\n")
+    assert dockerfile.from_chain(text, "top", {}) == ["top", "tool", "env", "env-base"]
+    assert dockerfile.from_chain(text, "out", {}) == ["out"]
+    assert dockerfile.built_on(text, "out", {}, "env-base") == {"tool", "top"}
+    assert dockerfile.built_on(text, "out", {"ENV": "registry/env:key"}, "env-base") == set()  # env is an image
+    assert dockerfile.built_on(text, "out", {}, "top") == set()
+
+
 def test_an_edit_of_another_stage_does_not_move_a_targets_digest(small):
     before = {t: dockerfile.stage_digest(small, t, {}) for t in ("one", "two")}
     small.write_text(re.sub("echo two", "echo 2", DOCKERFILE))
