@@ -46,11 +46,12 @@ def batch(units: Sequence[Unit], needs: Callable[[Unit], Iterable[str]]) -> dict
     order = [u.name for u in units]
     out: dict[str, Joined] = {}
     for unit in units:
-        needed = [n for n in order if n in set(needs(unit))]
+        wanted = set(needs(unit))
+        needed = [n for n in order if n in wanted]
         ready: set[str] = set()  # built by the time unit starts: it reads their images
         while True:
             inline = _inlined(unit, [n for n in needed if n not in ready and not ready & set(out[n].inline)],
-                              by_name, out)
+                              units, out)
             waits = tuple(n for n in needed if n not in inline)
             now = _below(waits, by_name, needs)
             if now <= ready:
@@ -60,22 +61,23 @@ def batch(units: Sequence[Unit], needs: Callable[[Unit], Iterable[str]]) -> dict
     return out
 
 
-def _inlined(unit: Unit, names: list[str], by_name: dict[str, Unit], built: dict[str, Joined]) -> set[str]:
+def _inlined(unit: Unit, names: list[str], units: Sequence[Unit], built: dict[str, Joined]) -> set[str]:
     """The units of names (in build order) whose stages unit's target builds inline: each with the units it
     inlines itself, where _consistent holds for all of them together."""
+    by_name = {u.name: u for u in units}
     inline: set[str] = set()
     for name in names:
         lower = by_name[name]
         if lower.dockerfile != unit.dockerfile or lower.target is None or unit.target is None:
             continue
         trial = inline | {name} | set(built[name].inline)
-        if _consistent(unit, _args(list(by_name.values()), trial, unit), [by_name[n] for n in trial], built):
+        if _consistent(unit, _args(units, trial, unit), [by_name[n] for n in trial], built):
             inline = trial
     return inline
 
 
 def _below(names: Iterable[str], by_name: dict[str, Unit], needs: Callable[[Unit], Iterable[str]]) -> set[str]:
-    """names and every unit of the batch they need, transitively: all built before the first of names is."""
+    """names and every unit of the batch they need, transitively: all built by the time every one of names is."""
     seen: set[str] = set()
     todo = list(names)
     while todo:
@@ -135,8 +137,10 @@ def _cached_alike(unit: Unit, values: dict[str, str], inline: list[Unit], built:
     unit's stage. BuildKit keys such a stage's cache by the chain below it: built on the stage here and on the
     image in a later build (a bump that reuses the unit below), it would run again there. aiter's torch-env and
     aiter-env start FROM builder-git and read no aiter pin: built on builder-git's stage, an aiter bump ran them
-    again (19.1 -> 40.3 s, 2026-12-04). A stage read with COPY --from or --mount is keyed by its content, and a
-    layer of the image is built again whenever the unit is."""
+    again (19.1 -> 40.3 s, 2026-12-04). A stage read with COPY --from or --mount is keyed by its content. The
+    layers of the unit's own image are allowed: the clean layers each start FROM the one below, and built at once
+    the venv's export leaves their critical path; each installs what its key moved on (its /wheels mount, keyed
+    by content), so a later build rebuilds it anyway."""
     text = unit.dockerfile.read_text()
     layers = set(from_chain(text, str(unit.target), values))
     for lower in inline:
