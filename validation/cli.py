@@ -17,7 +17,7 @@ from validation.archs import CK_FREE_ENV, CK_MODE_ENV, CK_MODES, ck_mode_from_en
 USAGE_ERROR = 2
 # validation.checks.CHECKS in run order; named here so that parsing imports no check (they import torch).
 CHECK_NAMES = ("arch-consistency", "gemm-hipblaslt", "gemm-triton", "moe-triton", "gemm-ck", "gemm-asm",
-               "lds-budget", "tuned-csv-coverage")
+               "lds-budget", "tuned-csv-coverage", "payload")
 
 
 class UsageError(Exception):

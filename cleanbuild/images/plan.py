@@ -197,7 +197,9 @@ def make_units(profile: Profile, options: Build, base: str, prep: Prepare) -> tu
     root = options.repo_root
     layer = {"WHEELS_IMAGE": units[-1].image, "BASE_IMAGE": base, "GPU_ARCH": options.arch.value,
              "ENABLE_CK": "0" if options.request.ck_free else "1"}
-    scripts = {"scripts": shared["scripts"], "python": profile.python}
+    # The install layers run every script in docker/scripts (install.sh, compile_new.py, ... which the wheels
+    # context leaves out), and the clean target runs the payload reader (validation/payload, .dockerignore).
+    scripts = {"scripts": _tree_digest(DOCKER_DIR / "scripts"), "python": profile.python}
     venv = add(make_unit("venv", (clean_df, "venv", root), layer, keys,
                          {**scripts, **{f"unit:{n}": keys[n] for n in COMMON_UNITS}}, f"{reg}/layer-venv:",
                          not_in_key=frozenset({"WHEELS_IMAGE"})))
@@ -205,7 +207,7 @@ def make_units(profile: Profile, options: Build, base: str, prep: Prepare) -> tu
                          {**scripts, "unit:atom": keys["atom"], "unit:installer": keys["installer"]},
                          f"{reg}/layer-atom:", not_in_key=frozenset({"WHEELS_IMAGE"})))
     # The clean image's labels name the profile (record.clean_labels): they are part of what it is.
-    labelled = {**scripts, "profile": profile.name, "pinned": profile.pinned}
+    labelled = {**scripts, "profile": profile.name, "pinned": profile.pinned, "payload-reader": reader_digest()}
     clean = add(make_unit("clean", (clean_df, "clean", root), {**layer, "ATOM_IMAGE": atom.image}, keys, labelled,
                           f"{reg}/clean:{stem}-"))
     below = clean
@@ -302,6 +304,7 @@ def _wheels_args(profile: Profile, options: Build, base: str) -> dict[str, str]:
     args = {"BASE_IMAGE": base, "GPU_ARCH": options.arch.value, "ENABLE_CK": "0" if options.request.ck_free else "1",
             "PREBUILD_KERNELS": "1" if aiter.get("prebuild_kernels", True) else "0",
             "AITER_TRITON_ONLY": "1" if aiter.get("triton_only", False) else "0",
+            "AITER_HSA_STANDIN": "1" if aiter.get("hsa_standin", False) else "0",
             "MAX_JOBS": str(aiter.get("max_jobs", 0))}
     for comp in profile.components:
         if comp.name == "deps":
@@ -324,6 +327,15 @@ def _wheels_args(profile: Profile, options: Build, base: str) -> dict[str, str]:
 
 def _digest(obj: object) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
+
+
+READER_DIR = REPO_ROOT / "validation"
+
+
+def reader_digest() -> str:
+    """What the clean target reads of validation/ (.dockerignore lets exactly this into its context)."""
+    v = READER_DIR
+    return text_digest(_tree_digest(v / "payload") + (v / "__init__.py").read_text() + (v / "archs.py").read_text())
 
 
 def _tree_digest(folder: Path, skip: frozenset[str] = frozenset()) -> str:

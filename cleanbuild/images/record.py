@@ -68,6 +68,8 @@ class ImageSummary:
     labels: dict[str, str]
     largest_layers: tuple[dict[str, Any], ...]  # {"size", "created_by"}, largest first
     layer_sizes: tuple[dict[str, Any], ...] = ()  # every layer bottom first: {"digest", "size", "created_by", "unit"}
+    # /opt/atom-build/payload.json and payload-left-out.json, as the clean step wrote them (reports.payload_section)
+    payload: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from .. import htmlpage
 from ..refs import name_or_tag, split_image
 from ..spec import REPO_ROOT
 from ..upstream import profiles
-from . import sbom, srcplan
+from . import payload, sbom, srcplan
 from .plan import Plan
 from .record import BuildRecord
 
@@ -38,6 +38,7 @@ def build(plan: Plan, rec: BuildRecord, *, failed: bool, error: str | None = Non
         "largest_layers": list(seen.largest_layers) if seen else [],
         "layer_sizes": list(seen.layer_sizes) if seen else [],
         "layers": list(seen.layers) if seen else [],
+        "payload": payload.section(seen.payload) if seen else None,
         "base_image": plan.base_image, "base_image_digest": plan.profile.base.get("digest") or None,
         "attestations": attached(plan, rec),
         "images": {"wheels": rec.wheels.image if rec.wheels else None, "clean": plan.clean.image,
@@ -257,6 +258,7 @@ def markdown(data: dict[str, Any]) -> str:
                     [(c["name"], c["status"], c.get("reason", "")) for c in (data.get("validation") or {}).get("checks", [])])
     checks[3:3] = [f"- status: {data.get('validation_status') or validation_status(data.get('validation'))}", ""]
     lines += checks
+    lines += payload.markdown(data.get("payload"))
     lines += _smoke(data.get("smoke") or {})
     lines += ["", "## GPU", ""] + [f"- {g}" for g in data.get("gpu") or ["none (CPU steps)"]]
     lines += ["", "## Largest layers", ""] + [f"- {layer['size'] / 2**20:.1f} MiB: {layer['created_by']}"

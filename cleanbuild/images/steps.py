@@ -495,8 +495,18 @@ def observe(cli: DockerClient | None, rec: BuildRecord, base: str | None = None)
         largest = tuple(engine.largest_layers(cli, rec.candidate_id))
         sizes = engine.layer_sizes(engine.history(cli, rec.candidate_id), list(layers))
         image = ImageSummary(inspected.get("Size"), layers, dict((inspected.get("Config") or {}).get("Labels") or {}),
-                             largest, tuple(_owned(cli, rec, sizes, base)))
+                             largest, tuple(_owned(cli, rec, sizes, base)), _payload(cli, rec))
     return replace(rec, image=image, finished=time.monotonic())
+
+
+def _payload(cli: DockerClient, rec: BuildRecord) -> dict[str, Any] | None:
+    """The image's own payload manifest and what its clean step left out (None for an image built without them)."""
+    image = rec.candidate()
+    manifest = engine.read_json(cli, image, metadata.PAYLOAD_PATH, rec.run_id)
+    left_out = engine.read_json(cli, image, metadata.PAYLOAD_LEFT_OUT_PATH, rec.run_id)
+    if not isinstance(manifest, dict):
+        return None
+    return {"manifest": manifest, "left_out": left_out if isinstance(left_out, dict) else None}
 
 
 def _owned(cli: DockerClient, rec: BuildRecord, sizes: list[dict[str, Any]], base: str | None) -> list[dict[str, Any]]:

@@ -32,7 +32,7 @@ REQUIRED_COMPONENTS = ("torch", "triton", "aiter", "atom", "deps")
 ARG_KEYS = ("source", "version", "repo", "ref", "index_url", "package")
 
 _COMPONENT = {"source": SOURCES, "version": str, "repo": str, "ref": str, "branch": str, "index_url": str,
-              "package": str, "prebuild_kernels": bool, "triton_only": bool, "max_jobs": int, "build": list}
+              "package": str, "prebuild_kernels": bool, "triton_only": bool, "hsa_standin": bool, "max_jobs": int, "build": list}
 SCHEMA: dict[str, object] = {
     "name": str, "description": str, "inherits": str, "pinned": str, "offline": bool, "substitutes": list,
     "python": str, "disk_gib": float,

@@ -8,13 +8,16 @@ import json
 import pytest
 from audit_helpers import executable, install_files, make_context
 
-from validation.audit import arch_env, coverage, kernels, pyenv, run, versions
+from tests.support.gpucode import hip_fixture
+from validation.audit import arch_env, coverage, gpucode, kernels, pyenv, run, versions
 from validation.audit.context import OK, PRESENT, UNKNOWN, WARNING
 from validation.models import M_BUCKETS, PRESETS, gemm_shapes
 from validation.tuned_csv import UNTUNED_COLUMNS
 
-GFX942_SO = b"\x7fELF....__CLANG_OFFLOAD_BUNDLE__hipv4-amdgcn-amd-amdhsa--gfx942\x00...."
-GFX950_SO = b"\x7fELF....hipv4-amdgcn-amd-amdhsa--gfx950:xnack-\x00"
+
+def hip(name: str) -> bytes:
+    """Real hipcc output (.ci/hip-fixture.sh): bundle.so holds gfx942 and gfx950 entries, gfx950.co one object."""
+    return (hip_fixture() / name).read_bytes()
 
 
 @pytest.fixture
@@ -104,23 +107,34 @@ def test_locate_through_record_when_the_finder_cannot(site, fake_root, tmp_path)
 # prebuilt kernels and CK ---------------------------------------------------------------------------------
 
 def test_prebuilt_modules_for_the_arch_are_ok(site, fake_root):
-    aiter_pkg(site, {"aiter/jit/module_gemm_a8w8.so": GFX942_SO, "aiter/jit/module_moe.so": GFX942_SO})
+    aiter_pkg(site, {"aiter/jit/module_gemm_a8w8.so": hip("bundle.so"), "aiter/jit/module_moe.so": hip("bundle-compressed.so")})
     f = kernels.prebuilt_kernels(make_context(site, fake_root))
     assert f.status == OK
-    assert f.evidence[0].startswith("2 of 2 prebuilt modules name gfx942, e.g. ")
+    assert f.evidence[0].startswith("2 of 2 prebuilt modules carry gfx942 code objects, e.g. ")
 
 
-def test_prebuilt_modules_for_another_arch_are_present(site, fake_root):
-    aiter_pkg(site, {"aiter/jit/module_moe.so": GFX950_SO})
+def test_a_module_without_the_arch_would_jit_at_first_use(site, fake_root):
+    aiter_pkg(site, {"aiter/jit/module_gemm.so": hip("bundle.so"), "aiter/jit/module_moe.so": hip("gfx950.co")})
     f = kernels.prebuilt_kernels(make_context(site, fake_root))
-    assert (f.status, f.evidence[0]) == (PRESENT, "0 of 1 prebuilt modules name gfx942 (they name gfx950)")
+    assert (f.status, f.evidence[0]) == (PRESENT, "1 of 2 prebuilt modules carry gfx942 code objects; 1 would JIT at "
+                                                  "first use: module_moe.so (they hold gfx942, gfx950)")
 
 
-def test_arch_name_split_across_read_chunks_is_found(tmp_path, monkeypatch):
-    monkeypatch.setattr(kernels, "CHUNK", 8)
-    blob = tmp_path / "m.so"
-    blob.write_bytes(b"x" * 13 + b"gfx950" + b"y" * 20)
-    assert kernels.archs_named(blob) == {"gfx950"}
+def test_a_module_that_only_names_the_arch_as_text_is_not_code(site, fake_root):
+    """The old probe grepped for the string: a module whose bytes merely say gfx942 carries no gfx942 code."""
+    aiter_pkg(site, {"aiter/jit/module_moe.so": hip("gfx950.co") + b"amdgcn-amd-amdhsa--gfx942"})
+    f = kernels.prebuilt_kernels(make_context(site, fake_root))
+    assert f.status == PRESENT
+
+
+def test_payload_is_present_for_foreign_assembly_kernels_and_ok_without(site, fake_root):
+    aiter_pkg(site, {"aiter_meta/hsa/gfx942/a.co": hip("gfx942.co"), "aiter_meta/hsa/gfx950/a.co": hip("gfx950.co")})
+    f = gpucode.payload(make_context(site, fake_root))
+    assert f.status == PRESENT
+    assert f.evidence[0] == ("aiter assembly kernels: gfx942 1 files 0.0 MiB, and another arch's beside it where the "
+                             "loader picks by arch: gfx950 1 files 0.0 MiB")
+    (site / "aiter_meta/hsa/gfx950/a.co").unlink()
+    assert gpucode.payload(make_context(site, fake_root)).status == OK
 
 
 def test_no_modules_and_hipcc_means_jit_at_first_use(site, fake_root):

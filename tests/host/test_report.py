@@ -61,7 +61,7 @@ def test_rewriting_a_report_leaves_no_temporary_folder(reports):
 
 def test_offline_report_lists_each_substitution_once():
     subs = offline_plan().profile.substitutes
-    assert [s.split(":")[0] for s in subs] == ["base", "torch", "aiter", "mori", "validation"]
+    assert [s.split(":")[0] for s in subs] == ["base", "torch", "aiter", "aiter's assembly kernels", "mori", "validation"]
     assert subs[2].endswith("no HIP/CK build (that needs ROCm); PREBUILD_KERNELS=0")
 
 
@@ -126,8 +126,24 @@ class FakeApi:
         return [{"Size": 5, "CreatedBy": "small"}, {"Size": 9, "CreatedBy": "big"}]
 
 
+class NoFiles:
+    """An image with none of the files the report reads from it (an image built before the payload manifest)."""
+
+    def create(self, image, **kwargs):
+        return self
+
+    def get_archive(self, path):
+        import docker
+
+        raise docker.errors.NotFound(path)
+
+    def remove(self, force=False):
+        pass
+
+
 class FakeClient:
     api = FakeApi()
+    containers = NoFiles()
 
 
 def test_the_report_takes_the_image_facts_the_record_holds(reports):
@@ -135,6 +151,7 @@ def test_the_report_takes_the_image_facts_the_record_holds(reports):
     data = report.build(offline_plan(), steps.observe(FakeClient(), rec), failed=False)
     assert (data["image_size_bytes"], data["layers"], data["labels"]) == (2**30, ["sha256:a", "sha256:b"], {"k": "v"})
     assert data["largest_layers"] == [{"size": 9, "created_by": "big"}, {"size": 5, "created_by": "small"}]
+    assert data["payload"] is None
     assert data["total_seconds"] > 0
 
 

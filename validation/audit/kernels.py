@@ -1,8 +1,9 @@
 """aiter's compiled kernels: which prebuilt modules the image carries, whether they are CK, and who could JIT.
 
-A prebuilt module is a `*.so` in aiter's JIT folders (aiter/jit, $AITER_JIT_DIR, ~/.aiter/jit) whose code
-objects name the arch (amdgcn-amd-amdhsa--gfx942). CK modules are the ones aiter itself excludes from CK-free
-builds (its optCompilerConfig.json patterns plus the list in jit/core.py).
+A prebuilt module is a `*.so` in aiter's JIT folders (aiter/jit, $AITER_JIT_DIR, ~/.aiter/jit); the archs it serves
+are the entries of the offload bundles in its `.hip_fatbin`, read from their bytes (validation.payload). A module
+without an entry for the image's arch is one aiter JITs (or fails to load) at first use. CK modules are the ones
+aiter itself excludes from CK-free builds (its optCompilerConfig.json patterns plus the list in jit/core.py).
 """
 
 from __future__ import annotations
@@ -12,14 +13,15 @@ import json
 import os
 from pathlib import Path
 
-from validation.archs import ARCHS, CK_MODE_ENV, ck_mode_from_env
+from validation.archs import CK_MODE_ENV, ck_mode_from_env
 from validation.audit import code, pyenv
 from validation.audit.context import OK, PRESENT, UNKNOWN, Context, Finding
+from validation.payload.elf import Malformed
+from validation.payload.read import read
 
 CK_PATTERNS = ("CK_DIR", "py_itfs_ck", "gen_instances", "generate.py")
 V3_FLAGS = ("FAV3_ON", "ONLY_FAV3")
 COMPILERS = ("hipcc", "amdclang++", "amdclang", "clang++", "clang", "g++", "gcc", "c++", "cc")
-CHUNK = 1 << 20
 
 
 def jit_dirs(ctx: Context, aiter: Path) -> list[Path]:
@@ -30,27 +32,19 @@ def jit_dirs(ctx: Context, aiter: Path) -> list[Path]:
     return [d for d in dirs if d.is_dir()]
 
 
-def archs_named(file: Path, wanted: tuple[str, ...] = tuple(ARCHS)) -> set[str]:
-    """Which of the archs a binary names, read in chunks (prebuilt aiter modules run to hundreds of MB)."""
-    found: set[str] = set()
-    needles = [a.encode() for a in wanted]
-    tail = b""
+def module_archs(file: Path) -> set[str] | str:
+    """The archs whose code a module carries, from its bundles' entries; a one-line reason when it cannot be read."""
     try:
-        with file.open("rb") as fh:
-            while len(found) < len(wanted) and (block := fh.read(CHUNK)):
-                window = tail + block
-                found |= {n.decode() for n in needles if n in window}
-                tail = window[-16:]
-    except OSError:
-        pass
-    return found
+        return {p.arch for p in read(file, file.stat().st_size)}
+    except (Malformed, OSError) as exc:
+        return f"unreadable: {exc}"
 
 
-def prebuilt_modules(ctx: Context, aiter: Path) -> dict[str, set[str]]:
-    """shown path of each *.so in aiter's JIT folders -> the archs it names."""
+def prebuilt_modules(ctx: Context, aiter: Path) -> dict[str, set[str] | str]:
+    """shown path of each *.so in aiter's JIT folders -> the archs of its code objects (or why it is unreadable)."""
     key = f"so:{aiter}"
     if key not in ctx.cache:
-        ctx.cache[key] = {ctx.shown(so): archs_named(so) for d in jit_dirs(ctx, aiter) for so in sorted(d.glob("*.so"))}
+        ctx.cache[key] = {ctx.shown(so): module_archs(so) for d in jit_dirs(ctx, aiter) for so in sorted(d.glob("*.so"))}
     return ctx.cache[key]
 
 
@@ -120,16 +114,23 @@ def prebuilt_kernels(ctx: Context) -> Finding:
     return _without_modules(ctx, f, aiter.path)
 
 
-def _with_modules(ctx: Context, f: Finding, modules: dict[str, set[str]]) -> Finding:
-    archs = sorted(set().union(*modules.values()))
+def _with_modules(ctx: Context, f: Finding, modules: dict[str, set[str] | str]) -> Finding:
+    readable = {p: a for p, a in modules.items() if isinstance(a, set)}
+    bad = {p: why for p, why in modules.items() if isinstance(why, str)}
+    archs = sorted(set().union(*readable.values())) if readable else []
+    f.evidence += [f"{p}: {why}" for p, why in list(bad.items())[:3]]
     if ctx.arch is None:
-        f.evidence.append(f"{len(modules)} prebuilt modules naming {', '.join(archs) or 'no known arch'}; "
-                          f"target arch unknown ({ctx.arch_source})")
+        f.evidence.insert(0, f"{len(modules)} prebuilt modules with code for {', '.join(archs) or 'no arch'}; "
+                             f"target arch unknown ({ctx.arch_source})")
         return f
-    mine = sorted(p for p, a in modules.items() if ctx.arch in a)
-    f.status = OK if mine else PRESENT
-    f.evidence.append(f"{len(mine)} of {len(modules)} prebuilt modules name {ctx.arch}"
-                      + (f", e.g. {mine[0]}" if mine else f" (they name {', '.join(archs) or 'no known arch'})"))
+    mine = sorted(p for p, a in readable.items() if ctx.arch in a)
+    jit = sorted(p for p in modules if p not in mine)
+    f.status = PRESENT if jit else OK
+    line = f"{len(mine)} of {len(modules)} prebuilt modules carry {ctx.arch} code objects"
+    if jit:
+        line += (f"; {len(jit)} would JIT at first use: {', '.join(Path(p).name for p in jit[:5])}"
+                 + (f" (they hold {', '.join(archs)})" if archs else ""))
+    f.evidence.insert(0, line + (f", e.g. {mine[0]}" if mine and not jit else ""))
     return f
 
 

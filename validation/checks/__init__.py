@@ -13,13 +13,14 @@ from validation.checks import (
     gemm_triton,
     lds_budget,
     moe_triton,
+    payload,
     tuned_csv_coverage,
 )
 from validation.checks.context import Context
 from validation.report import FAILED, CheckResult
 
 CHECKS = {m.NAME: m for m in (arch_consistency, gemm_hipblaslt, gemm_triton, moe_triton, gemm_ck, gemm_asm,
-                              lds_budget, tuned_csv_coverage)}
+                              lds_budget, tuned_csv_coverage, payload)}
 
 
 def run_check(name: str, ctx: Context) -> CheckResult:

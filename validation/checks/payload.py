@@ -1,0 +1,37 @@
+"""The image's GPU code for --arch, read from its bytes: the same manifest and verdicts as audit's `payload`."""
+
+from __future__ import annotations
+
+import sys
+import sysconfig
+from pathlib import Path
+
+from validation.checks.context import Context
+from validation.payload import judge
+from validation.payload.scan import manifest, scan
+from validation.report import Case, CheckResult
+
+NAME = "payload"
+ROCM = Path("/opt/rocm")
+
+
+def roots(ctx: Context) -> list[Path]:
+    """This Python's site-packages, aiter's own folder when it lives elsewhere (--aiter-src), and ROCm."""
+    found = [Path(sysconfig.get_paths()["purelib"])]
+    if ctx.aiter_root is not None and not any(r in ctx.aiter_root.parents for r in found):
+        found.append(ctx.aiter_root.parent)
+    if ROCM.exists():
+        found.append(ROCM.resolve())
+    return [r for r in dict.fromkeys(found) if r.is_dir()]
+
+
+def run(ctx: Context) -> CheckResult:
+    where = roots(ctx)
+    result = scan(where, ours=(sys.prefix,))
+    m = manifest(result, target=ctx.arch.name, roots=[str(r) for r in where])
+    cases = [Case.verdict(v.name, v.status != judge.PRESENT, "payload", v.line) for v in judge.judge(m, ctx.arch.name)]
+    metrics = {"archs": {a: {k: r[k] for k in ("files", "bytes", "named_only_files", "ours_bytes", "base_bytes")}
+                         for a, r in m["archs"].items()},
+               "families": m["families"], "unknown": m["unknown"][:20], "files_read": m["files_read"],
+               "scan_seconds": result.seconds}
+    return CheckResult.from_cases(NAME, cases, metrics)

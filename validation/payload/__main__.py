@@ -1,0 +1,3 @@
+from validation.payload.cli import main
+
+raise SystemExit(main())
