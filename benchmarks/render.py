@@ -209,6 +209,18 @@ def bisect_image(r: dict) -> Rows:
 
 
 # name -> (title, what it measures and its goal, the rows of its table). The page follows this order.
+def payload(result: list) -> Rows:
+    def arches(counts: dict) -> str:
+        return ", ".join(f"{a} {b / 2**20:.1f} MiB" for a, b in sorted(counts.items())) or "none"
+
+    rows: Rows = []
+    for r in result:
+        rows += [(f"{r['target']}: before the clean step", arches(r["before_bytes"])),
+                 (f"{r['target']}: the image", arches(r["after_bytes"])),
+                 (f"{r['target']}: reader over the image", f"{r['scan_wall_s']} s ({r['files_read']} files)")]
+    return rows
+
+
 BENCHMARKS: dict[str, tuple[str, str, Callable[[dict], Rows]]] = {
     "single": ("One variant, cold", "The build steps of gfx950 CK-free from nothing.", single),
     "noop": ("Nothing changed", "The same build steps again: every image reused by its key.", noop),
@@ -248,6 +260,10 @@ BENCHMARKS: dict[str, tuple[str, str, Callable[[dict], Rows]]] = {
                      "step builds the commit's gfx950 CK-free image and validates inside it on the CPU. Goal: at "
                      "most ceil(log2 N) + 2 validation runs; a step costs what an aiter-only bump costs.",
                      bisect_image),
+    "payload": ("GPU code per arch", "AMDGPU code objects and bundle entries in each offline image, read from their "
+                "bytes (validation.payload): before the clean step (what aiter's wheel carries, the image's kept plus "
+                "left-out bytes) and after (the image), and the reader's wall time over the whole image in a "
+                "container.", payload),
     "ci": ("CI", "What CI runs, on a fresh clone.", ci),
 }
 
