@@ -1,10 +1,13 @@
 """`invoke TASK` in this checkout: the tasks of cleanbuild.tasks (the same as `atom-build TASK`).
 
-Plain invoke runs its own Program, so two things atom-build does are done here as far as a tasks file can:
-Ctrl-C while the tasks import is one line and exit 130 (not invoke's silent exit 1), and this checkout's invoke.yaml
-is checked before invoke reads it (one line, exit 2, instead of a YAML traceback). invoke's own parse errors
-stay exit 1, `-f FILE` is read by invoke as it is, and a task with positionals needs `invoke --help TASK`;
-atom-build (cleanbuild.cli) handles all of those.
+Plain invoke runs its own Program, so what atom-build does (cleanbuild.program) is done here as far as a tasks file
+can, when invoke imports it: Ctrl-C while the tasks import is one line and exit 130 (not invoke's silent exit 1);
+the config files invoke reads after this import (this checkout's invoke.*, and -f FILE or INVOKE_RUNTIME_CONFIG)
+are checked first, and the system's and user's, which invoke read before it, are checked too (cleanbuild.invokefiles:
+one line, exit 2, instead of a traceback or a named file silently skipped); help and the task list, which invoke
+prints after this import, end quietly into a closed pipe (cleanbuild.boundary.closed_pipe_hook). invoke's own parse
+errors stay exit 1, a broken system or user config file is invoke's traceback, and a task with positionals needs
+`invoke --help TASK`; atom-build handles all of those (README: Exit codes).
 """
 
 import signal
@@ -22,12 +25,15 @@ signal.signal(signal.SIGINT, _interrupted)  # first: the imports below take a wh
 try:
     from pathlib import Path
 
+    from cleanbuild import invokefiles
+    from cleanbuild.boundary import closed_pipe_hook
     from cleanbuild.errors import UsageError
-    from cleanbuild.settings import site_file
     from cleanbuild.tasks import ns
 
+    sys.excepthook = closed_pipe_hook(sys.excepthook)
     try:
-        site_file(Path(__file__).with_name("invoke.yaml"))
+        invokefiles.check_found(Path(__file__).parent)
+        invokefiles.check_runtime(invokefiles.runtime(invokefiles.config_flag(sys.argv)))
     except UsageError as exc:
         sys.stderr.write(f"error: {exc}\n")
         raise SystemExit(2) from None

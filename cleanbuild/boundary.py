@@ -5,6 +5,11 @@ CleanBuildError already says what failed and how to fix it. The foreign errors a
 translated here, naming the file or input: OSError (permissions, a read-only tree, a full disk, a folder where a
 file was expected), JSON, TOML and text decoding, packaging's version and requirement parsers. Anything else is
 a bug and keeps its traceback.
+
+Standard output is checked in one way everywhere: a failed write is StdoutFailed (CheckedStdout), a closed pipe
+(`| head -1`) ends quietly with 141 (OutputClosed), any other failure is one line and exit 3. guarded() does it for
+a task's body; checked_output() for a whole run of the front door (its help and lists too); closed_pipe_hook for
+plain invoke, which prints its help and lists outside any code of ours.
 """
 
 from __future__ import annotations
@@ -15,14 +20,21 @@ import json
 import os
 import sys
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from types import TracebackType
 from typing import Any, TextIO, TypeVar, cast
 
 from packaging.requirements import InvalidRequirement
 from packaging.specifiers import InvalidSpecifier
 from packaging.version import InvalidVersion
 
-from .errors import CleanBuildError, EnvironmentProblem, Interrupted, UsageError
+from .errors import (
+    CleanBuildError,
+    EnvironmentProblem,
+    Interrupted,
+    OutputClosed,
+    UsageError,
+)
 from .run import CommandFailed
 
 T = TypeVar("T")
@@ -75,6 +87,8 @@ def os_fix(errno_: int | None) -> tuple[type[CleanBuildError], str]:
 
 
 def _os_error(exc: OSError) -> CleanBuildError:
+    if isinstance(exc, StdoutFailed) and exc.errno == errno.EPIPE:
+        return OutputClosed("standard output's reader went away")
     if isinstance(exc, StdoutFailed):
         return EnvironmentProblem(f"writing to standard output failed because {exc.strerror or exc}. To fix, send "
                                   "the output to a file or a device with space (or a pipe that stays open).")
@@ -128,6 +142,8 @@ def guarded(body: Callable[[], T], *, debug: bool, report: Callable[[CleanBuildE
         error = None if isinstance(exc, SystemExit) else translate(exc)
         if error is None:
             raise
+        if isinstance(error, OutputClosed):  # nobody reads what would be said
+            return error.exit_code
         if debug:
             import traceback
 
@@ -136,3 +152,41 @@ def guarded(body: Callable[[], T], *, debug: bool, report: Callable[[CleanBuildE
         return error.exit_code
     finally:
         sys.stdout = stdout
+
+
+@contextlib.contextmanager
+def checked_output() -> Iterator[None]:
+    """Around a whole run of the front door (its help and lists, and the tasks inside their own guarded()): standard
+    output checked, what is still buffered flushed here rather than in the interpreter's last flush, and a failed
+    write ended as a task's is: SystemExit with 141 and no line for a closed pipe, else one line and exit 3."""
+    stdout = sys.stdout
+    sys.stdout = cast(TextIO, CheckedStdout(stdout))
+    try:
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+    except StdoutFailed as exc:
+        error = _os_error(exc)
+        if not isinstance(error, OutputClosed):
+            sys.stderr.write(f"error: {error}\n")
+        raise SystemExit(error.exit_code) from None
+    finally:
+        sys.stdout = stdout
+
+
+Hook = Callable[[type[BaseException], BaseException, TracebackType | None], Any]
+
+
+def closed_pipe_hook(previous: Hook) -> Hook:
+    """sys.excepthook for plain `invoke` (tasks.py installs it): invoke prints its help and task list itself, after
+    tasks.py ran and outside any boundary, and lets a closed pipe escape as a BrokenPipeError traceback (exit 1).
+    Here that ends as checked_output() ends it: quiet, 141. Every other exception goes on to previous."""
+
+    def hook(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> Any:
+        if not isinstance(exc, BrokenPipeError):
+            return previous(kind, exc, tb)
+        _drop_stdout()
+        os._exit(OutputClosed.exit_code)  # an uncaught exception would make it 1, and no hook can change that
+
+    return hook

@@ -2,18 +2,25 @@
 
 Ctrl-C is handled first, before the heavy imports (invoke, the tasks, the docker SDK): wherever SIGINT lands, the
 process ends with one line and exit 130 (README's "interrupted"), never invoke's exit 1 ("a wrong result"). Only
-the standard library is imported at the top of this module for that reason.
+the standard library (and cleanbuild.clone, which imports nothing else) is imported at the top of this module for
+that reason. Before them, a copy installed without its clone (`pip install .`) says so: one line, exit 3.
 """
 
 from __future__ import annotations
 
 import sys
 
+from .clone import not_a_clone
+
 INTERRUPTED = "error: interrupted (Ctrl-C). To fix, run the command again; temporary containers were removed."
 
 
 def main(argv: list[str] | None = None) -> None:
     """atom-build [--core-opts] TASK [--task-opts] ... [-- VALIDATION ARGS]"""
+    problem = not_a_clone()
+    if problem:
+        sys.stderr.write(problem + "\n")
+        sys.exit(3)  # README: the host cannot (this install cannot run the tool)
     try:  # the heavy imports happen inside, after the interrupt handling is in place
         from .program import AtomBuild
 

@@ -48,8 +48,8 @@ def print_rows(title: str, rows: Mapping[str, object]) -> None:
 
 
 def check_sources(request: Request) -> None:
-    """What a build reads from git, checked before its first effect, for the build and its --dry-run alike: every
-    git pin's repository exists (or answers) and holds its ref (cleanbuild.upstream.gitrepo.check_ref)."""
+    """What a build reads from git, checked before its first effect: every git pin's repository exists (or
+    answers) and holds its ref (cleanbuild.upstream.gitrepo.check_ref)."""
     from .upstream.gitrepo import check_ref
 
     profile = request.profile
@@ -59,9 +59,14 @@ def check_sources(request: Request) -> None:
 
 
 def plans(request: Request) -> list[Plan]:
-    """One plan per arch (detected on the host when none was given); preparation is a step, after preflight."""
+    """One plan per arch (detected on the host when none was given); preparation is a step, after preflight.
+
+    The one resolution path of `plan`, every --dry-run and the build: the mirror (already attached to the profile
+    by the request), the repositories and the refs they read are checked here, so what the build would refuse,
+    plan and the dry run refuse with the same line and exit code."""
     profile = request.profile
     mirror.require_reachable(profile)
+    check_sources(request)
     archs = request.arch or (resolve(None, host_runner).arch,)
     src = checkout.resolve_all(request.src, {n: str(profile.component(n).get("ref")) for n in checkout.COMPONENTS})
     for found in src:
@@ -128,7 +133,6 @@ def _dry_run(todo: list[Plan], step: str) -> bool:
 def wheels(request: Request, *, export: Path | None, rebuild: bool, dry_run: bool) -> None:
     if export:
         output_folder(export, "--export", empty=True)  # before the build, not after it
-    check_sources(request)
     todo = plans(request)
     if dry_run and _dry_run(todo, "wheels"):
         return
@@ -141,7 +145,6 @@ def wheels(request: Request, *, export: Path | None, rebuild: bool, dry_run: boo
 
 
 def clean(request: Request, *, dry_run: bool) -> None:
-    check_sources(request)
     todo = plans(request)
     if dry_run and _dry_run(todo, "clean"):
         return
@@ -153,8 +156,7 @@ def clean(request: Request, *, dry_run: bool) -> None:
 
 
 def build_clean(request: Request, *, dry_run: bool) -> list[BuildRecord]:
-    check_sources(request)  # what the build would refuse, its dry run refuses too
-    if dry_run:
+    if dry_run:  # the plan, through the same plans() the build resolves its inputs with
         show_plan(request, as_json=False)
         return []
     todo = plans(request)

@@ -37,3 +37,10 @@ class Interrupted(CleanBuildError):
     """Ctrl-C: everything temporary was removed."""
 
     exit_code = 130
+
+
+class OutputClosed(CleanBuildError):
+    """Standard output's reader went away (`atom-build --help | head -1`): the command stops quietly, no line, with
+    the status a shell gives a writer that SIGPIPE ends (128 + 13). Not a failure to report: the reader chose it."""
+
+    exit_code = 141

@@ -5,8 +5,11 @@ invoke's own Program exits 1 on its parse errors and on Ctrl-C, shows a tracebac
 create_config, parse_core, parse_collection, parse_tasks, parse_cleanup, update_config, execute):
 - a parse error is bad input: exit 2 and one line; Ctrl-C in any phase: exit 130 and one line;
 - the site config is this checkout's invoke.yaml (not the current folder's), plus -f FILE or
-  INVOKE_RUNTIME_CONFIG, and invoke's system and user files; each is checked before invoke reads it (one line,
-  exit 2 when it does not parse or holds a wrong `cleanbuild:` key);
+  INVOKE_RUNTIME_CONFIG, and invoke's system and user files; each is checked before invoke reads it
+  (cleanbuild.invokefiles: one line, exit 2 when it is missing, a folder, of a type invoke cannot read, does not
+  parse or holds a wrong `cleanbuild:` key);
+- standard output is checked for the whole run (cleanbuild.boundary.checked_output): help or a list into a closed
+  pipe ends quietly with 141, as a task's output does;
 - `TASK --help` (and -h) anywhere after the task's name is `--help TASK`: help for every task, positional or not;
 - what follows a standalone `--` is kept as the config value `validation_args` (atom-build validate ... -- ARGS).
 """
@@ -14,23 +17,17 @@ create_config, parse_core, parse_collection, parse_tasks, parse_cleanup, update_
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 from invoke import Exit, ParseError, Program
 
-from . import __version__
+from . import __version__, invokefiles
+from .boundary import checked_output
 from .cli import INTERRUPTED
 from .errors import UsageError
-from .settings import site_file
 from .spec import REPO_ROOT
 from .tasks import ns
-
-# invoke's own config files (Config's system and user prefixes), read when the Config is made.
-SYSTEM_FILES = [Path(f"/etc/invoke.{ext}") for ext in ("yaml", "yml")]
-USER_FILES = [Path.home() / f".invoke.{ext}" for ext in ("yaml", "yml")]
 
 
 class AtomBuild(Program):
@@ -38,10 +35,13 @@ class AtomBuild(Program):
         super().__init__(namespace=ns, version=__version__, name="atom-build", binary="atom-build")
         self.validation_args: list[str] = []
 
+    def run(self, argv: list[str] | None = None, exit: bool = True) -> None:
+        with checked_output():
+            super().run(argv, exit)
+
     def create_config(self) -> None:
         with _usage():
-            for path in (*SYSTEM_FILES, *USER_FILES, REPO_ROOT / "invoke.yaml"):
-                _check(path, given=False)
+            invokefiles.check_found(REPO_ROOT)
             super().create_config()
             self.config.set_project_location(str(REPO_ROOT))
             self.config.load_project()
@@ -68,9 +68,7 @@ class AtomBuild(Program):
 
     def update_config(self, merge: bool = True) -> None:
         with _usage():
-            runtime = self.args.config.value or os.environ.get("INVOKE_RUNTIME_CONFIG")
-            if runtime:
-                _check(Path(runtime), given=True)
+            invokefiles.check_runtime(invokefiles.runtime(self.args.config.value))
             super().update_config(merge=False)
             self.config.load_overrides({**self.config._overrides, "validation_args": self.validation_args},
                                        merge=False)
@@ -91,17 +89,12 @@ def help_first(argv: list[str], tasks: set[str]) -> list[str]:
     return argv
 
 
-def _check(path: Path, *, given: bool) -> None:
-    try:
-        site_file(path, given=given)
-    except UsageError as exc:
-        raise Exit(f"error: {exc}", code=2) from None
-
-
 @contextlib.contextmanager
 def _usage() -> Iterator[None]:
     try:
         yield
+    except UsageError as exc:  # a config file invoke would read (a task's own errors end inside its boundary)
+        raise Exit(f"error: {exc}", code=2) from None
     except ParseError as exc:
         raise Exit(f"error: the command line failed to parse because {exc} To fix, see `atom-build --help TASK` "
                    "or `atom-build --list`.", code=2) from None

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import metadata
+from .clone import REPO_ROOT as REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+# REPO_ROOT is re-exported: the rest of the package takes it from here, beside what sits in the clone.
 DOCKER_DIR = REPO_ROOT / "docker"
 
 

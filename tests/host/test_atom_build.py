@@ -151,3 +151,59 @@ def test_what_follows_a_standalone_double_dash_reaches_validate(capsys, monkeypa
     assert (code, err) == (0, "")
     assert seen == {"image": "atom-build/clean:x", "rest": ("--only", "arch-consistency"), "device": "cuda",
                     "dest": Path("v.json")}
+
+
+# ---- standard output whose reader went away (`| head -1`): quiet, 141 ----------------------------------------
+
+def into_a_closed_pipe(entry: list[str], *argv: str) -> subprocess.CompletedProcess:
+    """A process whose standard output is a pipe nobody reads any more: its reader is closed before it starts, so
+    the first write that reaches the pipe fails (EPIPE), every time; `| head -1` gives the same, some of the time."""
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        return subprocess.run([sys.executable, *entry, *argv], cwd=ROOT, stdout=writer, stderr=subprocess.PIPE,  # noqa: S603
+                              text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
+    finally:
+        os.close(writer)
+
+
+ATOM_BUILD = ["-c", "from cleanbuild.cli import main; main()"]
+PLAIN_INVOKE = ["-m", "invoke"]
+
+
+@pytest.mark.parametrize("argv", [("--help",), ("plan", "--help"), ("audit", "-h"), ("--list",), ("--version",),
+                                  ("arch", "--arch", "gfx942", "--json")])
+def test_atom_build_into_a_closed_pipe_is_quiet(argv):
+    result = into_a_closed_pipe(ATOM_BUILD, *argv)
+    assert (result.returncode, result.stderr) == (141, "")
+
+
+@pytest.mark.parametrize("argv", [("--list",), ("plan", "--help"), ("arch", "--arch", "gfx942", "--json")])
+def test_plain_invoke_into_a_closed_pipe_is_quiet_once_tasks_py_ran(argv):
+    """`invoke --help` alone prints before invoke imports tasks.py: that one is invoke's (README: Exit codes)."""
+    result = into_a_closed_pipe(PLAIN_INVOKE, *argv)
+    assert (result.returncode, result.stderr) == (141, "")
+
+
+def test_help_into_a_full_device_is_one_line_and_exit_3():
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([sys.executable, *ATOM_BUILD, "--help"], cwd=ROOT, stdout=full,  # noqa: S603
+                                stderr=subprocess.PIPE, text=True, timeout=120, check=False,
+                                env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert (result.returncode, result.stderr) == (3, "error: writing to standard output failed because No space left "
+                                                     "on device. To fix, send the output to a file or a device with "
+                                                     "space (or a pipe that stays open).\n")
+
+
+@pytest.mark.slow
+def test_help_into_head_is_quiet_in_20_of_20_runs():
+    """README's done-when, as a user types it: `atom-build --help | head -1`, twenty times (pipes, no shell)."""
+    ends = []
+    for _ in range(20):
+        atom = subprocess.Popen([sys.executable, *ATOM_BUILD, "--help"], cwd=ROOT, stdout=subprocess.PIPE,  # noqa: S603
+                                stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        head = subprocess.run(["head", "-1"], stdin=atom.stdout, capture_output=True, check=True)  # noqa: S607
+        atom.stdout.close()
+        ends.append((atom.wait(timeout=120) in (0, 141), atom.stderr.read(), head.stdout.startswith(b"Usage:")))
+        atom.stderr.close()
+    assert ends == [(True, b"", True)] * 20

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from cleanbuild.program import AtomBuild
+from tests.support.upstream import AITER_HEAD, AITER_PR_HEAD, ATOM_HEAD
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -109,13 +110,15 @@ def test_typed_set_reaches_the_plan(capsys):
     assert plans_printed(capsys.readouterr().out)[0]["build_args"]["wheels"]["PREBUILD_KERNELS"] == "0"
 
 
-def test_flag_beats_site_config_beats_profile(capsys, tmp_path):
+def test_flag_beats_site_config_beats_profile(capsys, tmp_path, upstream):
+    """Commits the repositories have (plan resolves each ref as the build does), none of them the profile's pin."""
     conf = tmp_path / "site.yaml"
-    conf.write_text(f"cleanbuild:\n  overrides:\n    components.aiter.ref: {'a' * 40}\n    components.atom.ref: {'b' * 40}\n")
+    conf.write_text(f"cleanbuild:\n  overrides:\n    components.aiter.ref: {AITER_PR_HEAD}\n"
+                    f"    components.atom.ref: {ATOM_HEAD}\n")
     program().run(["invoke", "-f", str(conf), "plan", "--arch", "gfx942", "--json",
-                   "--set", f"components.aiter.ref={'c' * 40}"])
+                   "--set", f"components.aiter.ref={AITER_HEAD}"])
     args = plans_printed(capsys.readouterr().out)[0]["build_args"]["wheels"]
-    assert (args["AITER_REF"], args["ATOM_REF"]) == ("c" * 40, "b" * 40)
+    assert (args["AITER_REF"], args["ATOM_REF"]) == (AITER_HEAD, ATOM_HEAD)
 
 
 @pytest.mark.parametrize("task", [("wheels", "--arch", "gfx942", "--dry-run"),

@@ -585,6 +585,68 @@ def test_a_dry_run_of_pins_that_resolve_plans(capsys, monkeypatch, upstream_sets
     assert "docker buildx build" in out
 
 
+# ---- one resolution path: plan answers what build-clean --dry-run (and the build, through plans()) answers -------
+
+ONE_ANSWER = [
+    (("--arch", "gfx950", "--set", "components.aiter.ref=zzz"), {},
+     "error: components.aiter.ref 'zzz' is not a commit, branch or tag of "),
+    (("--arch", "gfx950", "--mirror", "/no/such/mirror"), {}, "error: --mirror /no/such/mirror is not a folder."),
+    (("--arch", "gfx950"), {"ATOM_BUILD_MIRROR": "/no/such/mirror"},
+     "error: $ATOM_BUILD_MIRROR /no/such/mirror is not a folder."),
+    (("--arch", "gfx950", "--mirror", "{empty}"), {},
+     "error: --mirror {empty} has no aiter.git, the copy of https://github.com/ROCm/aiter.git."),
+    (("--arch", "gfx950", "--set", "oops"), {}, "error: --set 'oops' is not KEY=VALUE."),
+    (("--arch", "gfx1100"), {}, "error: architecture 'gfx1100' is not supported."),
+]
+ONE_ANSWER_IDS = ["bad-ref", "missing-mirror-flag", "missing-mirror-env", "mirror-without-copies", "malformed-set",
+                  "unknown-arch"]
+PLAN_AND_DRY_RUN = (("plan",), ("build-clean", "--dry-run"))
+
+
+@pytest.mark.parametrize("args,env,line", ONE_ANSWER, ids=ONE_ANSWER_IDS)
+def test_plan_refuses_what_the_dry_run_refuses_with_the_same_line(capsys, monkeypatch, upstream, tmp_path, args, env,
+                                                                   line):
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    argv = [a.format(empty=tmp_path) for a in ("--profile", "offline", *args)]
+    answers = [outcome(capsys, *task, *argv) for task in PLAN_AND_DRY_RUN]
+    assert answers[0] == answers[1]
+    code, lines = answers[0]
+    assert (code, len(lines)) == (2, 1), lines
+    assert lines[0].startswith(line.format(empty=tmp_path)), lines[0]
+
+
+def plain_invoke(*argv: str, env: dict[str, str]) -> tuple[int, str]:
+    result = subprocess.run([sys.executable, "-m", "invoke", *argv], cwd=ROOT, capture_output=True, text=True,  # noqa: S603
+                            timeout=120, env={**os.environ, **env}, check=False)
+    return result.returncode, result.stderr
+
+
+@pytest.mark.parametrize("args,env,line", [ONE_ANSWER[0], ONE_ANSWER[2]], ids=["bad-ref", "missing-mirror-env"])
+def test_both_front_doors_give_plan_and_the_dry_run_one_answer(capsys, monkeypatch, upstream, args, env, line):
+    """Plain `invoke` in a process (its own Program), atom-build in-process: four runs, one line, one exit code."""
+    argv = ("--profile", "offline", *args)
+    answers = {plain_invoke(*task, *argv, env=env) for task in PLAN_AND_DRY_RUN}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    for task in PLAN_AND_DRY_RUN:
+        code, lines = outcome(capsys, *task, *argv)
+        answers.add((code, "".join(f"{x}\n" for x in lines)))
+    assert len(answers) == 1, answers
+    code, err = answers.pop()
+    assert (code, err.startswith(line)) == (2, True), err
+
+
+def test_plan_and_the_dry_run_agree_on_a_good_input(capsys, monkeypatch, upstream):
+    def no_engine_here():
+        raise engine.EnvironmentProblem("no engine in this test")  # each image's state: unknown
+
+    monkeypatch.setattr(engine, "client", no_engine_here)
+    outputs = [succeeds(capsys, *task, "--profile", "offline", "--arch", "gfx950")[0] for task in PLAN_AND_DRY_RUN]
+    builds = [[line for line in out.splitlines() if line.startswith("docker buildx build ")] for out in outputs]
+    assert builds[0] and builds[0] == builds[1]
+
+
 def test_validate_refuses_an_unwritable_json_before_the_engine(capsys, tmp_path, read_only):
     image = "atom-build/clean:x"
     code, lines = outcome(capsys, "validate", image, "--json-file", "/proc/nope/x.json")

@@ -12,7 +12,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "cleanbuild"
 FOUNDATION = ("spec", "errors", "refs", "run", "engine", "metadata", "versions", "checkout", "atomic", "interrupts",
-              "console", "boundary")
+              "console", "boundary", "clone")
 
 
 def source(module: str) -> Path:

@@ -122,7 +122,8 @@ def _aiter_modules() -> dict:
 def stash_aiter_modules():
     """Every aiter module out of sys.modules for one test, and back after it; what the test loaded goes.
 
-    The adapter's stand-in package stays loaded for the session (aiter's torch ops register once a process).
+    Whatever aiter another test loaded stays loaded for the session; the real source at the pin is loaded only in a
+    process of its own (tests/support/aiter_loaded.py: aiter's torch ops break torch's exit hook).
     """
     saved = _aiter_modules()
     for name in saved:
