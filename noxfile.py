@@ -68,7 +68,7 @@ def validate(session: nox.Session) -> None:
         print(f"error: {VALIDATE_USAGE}", file=sys.stderr)
         raise SystemExit(2)  # bad input, README's exit 2 (session.error would make it 1)
     session.install("-e", ".")
-    _run_keeping_code(session, "python", "-m", "cleanbuild.validate_cli", *args)
+    _run_keeping_code(session, "python", "-m", "cleanbuild.cli.validate", *args)
 
 
 def _run_keeping_code(session: nox.Session, *argv: str) -> None:

@@ -1,11 +1,11 @@
-"""`invoke TASK` in this checkout: the tasks of cleanbuild.tasks (the same as `atom-build TASK`).
+"""`invoke TASK` in this checkout: the tasks of cleanbuild.cli.collection (the same as `atom-build TASK`).
 
-Plain invoke runs its own Program, so what atom-build does (cleanbuild.program) is done here as far as a tasks file
+Plain invoke runs its own Program, so what atom-build does (cleanbuild.cli.program) is done here as far as a tasks file
 can, when invoke imports it: Ctrl-C while the tasks import is one line and exit 130 (not invoke's silent exit 1);
 the config files invoke reads after this import (this checkout's invoke.*, and -f FILE or INVOKE_RUNTIME_CONFIG)
-are checked first, and the system's and user's, which invoke read before it, are checked too (cleanbuild.invokefiles:
+are checked first, and the system's and user's, which invoke read before it, are checked too (cleanbuild.cli.invokefiles:
 one line, exit 2, instead of a traceback or a named file silently skipped); help and the task list, which invoke
-prints after this import, end quietly into a closed pipe (cleanbuild.boundary.closed_pipe_hook). invoke's own parse
+prints after this import, end quietly into a closed pipe (cleanbuild.core.boundary.closed_pipe_hook). invoke's own parse
 errors stay exit 1, a broken system or user config file is invoke's traceback, and a task with positionals needs
 `invoke --help TASK`; atom-build handles all of those (README: Exit codes).
 """
@@ -25,10 +25,10 @@ signal.signal(signal.SIGINT, _interrupted)  # first: the imports below take a wh
 try:
     from pathlib import Path
 
-    from cleanbuild import invokefiles
-    from cleanbuild.boundary import closed_pipe_hook
-    from cleanbuild.errors import UsageError
-    from cleanbuild.tasks import ns
+    from cleanbuild.cli import invokefiles
+    from cleanbuild.cli.collection import ns
+    from cleanbuild.core.boundary import closed_pipe_hook
+    from cleanbuild.core.errors import UsageError
 
     sys.excepthook = closed_pipe_hook(sys.excepthook)
     try:

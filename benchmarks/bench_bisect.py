@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from results_file import record  # noqa: E402  (benchmarks/, the script's folder)
 
 from cleanbuild.bisect.command import bisect_command  # noqa: E402
-from cleanbuild.settings import resolve  # noqa: E402
+from cleanbuild.cli.settings import resolve  # noqa: E402
 from tests.support.fake_aiter import history, tuned_gemm  # noqa: E402
 
 
@@ -58,9 +58,9 @@ def measure(commits: int, break_at: int) -> dict:
 
 
 def measure_image(commits: int, break_at: int) -> dict:
-    from cleanbuild import engine
     from cleanbuild.bisect import checks as checking
     from cleanbuild.bisect import imagestep
+    from cleanbuild.core import engine
     from cleanbuild.images import pipeline
     from tests.support.aiter_commits import mirror_with_commits
     from tests.support.builds import forget
@@ -107,7 +107,7 @@ def main() -> int:
     print(json.dumps(result), flush=True)
     engine = "none (source trees, no image)"
     if args.image:
-        from cleanbuild import engine as docker_engine
+        from cleanbuild.core import engine as docker_engine
 
         engine = f"Docker {docker_engine.client().version().get('Version')}"
     record(ROOT / "benchmarks" / "results.json", "bisect_image" if args.image else "bisect", {

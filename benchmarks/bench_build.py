@@ -10,7 +10,7 @@ that on. Measured, in order:
             other's images (what one graph of the units could buy with a core per unit), and each built unit's
             seconds of BuildKit's "exporting to image" from its log (what the image store costs)
   matrix    the 4 variants (gfx942/gfx950 x CK/CK-free) cold the same way, as build-clean builds them
-            (cleanbuild.commands.build_matrix): all four at once on one BuildKit, what they share built once;
+            (cleanbuild.commands.build.build_matrix): all four at once on one BuildKit, what they share built once;
             wall and its ratio to `single` (goal <= 1.3); `--rounds N`: N pairs of a cold single and the matrix,
             every second one in the other order, and the ratio of the medians
   layers    the matrix's unique layer bytes over one image's bytes (goal <= 1.25), from the engine's layer store
@@ -65,7 +65,8 @@ sys.path.insert(0, str(ROOT))
 from buildkit_log import exports  # noqa: E402  (benchmarks/, the script's folder)
 from results_file import current, record  # noqa: E402
 
-from cleanbuild import commands, engine  # noqa: E402
+from cleanbuild.commands import build  # noqa: E402
+from cleanbuild.core import engine  # noqa: E402
 from cleanbuild.images import pipeline  # noqa: E402
 from cleanbuild.images.plan import make_plan  # noqa: E402
 from tests.support.builds import (  # noqa: E402
@@ -176,7 +177,7 @@ def matrix(cli) -> tuple[dict, list]:
     prune(cli, plans)
     start = time.monotonic()
     pipeline.run(plans[0], cli, ("preflight", "prepare"), failed_report=False)
-    recs = commands.build_matrix(cli, plans)
+    recs = build.build_matrix(cli, plans)
     wall = round(time.monotonic() - start, 1)
     per = {p.stem: {s.name: round(s.seconds, 1) for s in rec.steps} for p, rec in zip(plans, recs, strict=True)}
     one = SAME_RUN.get("single_wall_s")  # measured earlier in this run (single, or engines' first row)
@@ -359,7 +360,7 @@ BUILD_STEPS = ("preflight", "prepare", "wheels", "clean", "dev", "patch")
 
 def src_edit(cli, repo: Path, name: str, rel: str, comment: str) -> dict:
     """One edit (new bytes every run, so no earlier dev image has its key) to a validated dev image."""
-    from cleanbuild.checkout import resolve
+    from cleanbuild.request.checkout import resolve
 
     target = repo / rel
     original = target.read_bytes()

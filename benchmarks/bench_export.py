@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from buildkit_log import exporting_seconds  # noqa: E402  (benchmarks/, the script's folder)
 from results_file import record  # noqa: E402
 
-from cleanbuild import engine  # noqa: E402
+from cleanbuild.core import engine  # noqa: E402
 from cleanbuild.images import buildx_argv  # noqa: E402
 from cleanbuild.images.plan import build_spec  # noqa: E402
 from tests.support.builds import VARIANTS, offline_plan  # noqa: E402

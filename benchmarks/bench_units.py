@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 import bench_build  # noqa: E402  (benchmarks/, the script's folder)
 from results_file import record  # noqa: E402
 
-from cleanbuild import engine  # noqa: E402
+from cleanbuild.core import engine  # noqa: E402
 from cleanbuild.images import buildx, reuse, steps  # noqa: E402
 
 PARTS = {"build_s": (buildx, "run_logged"), "docker_cli_s": (buildx, "run"), "reuse_decide_s": (reuse, "decide")}

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bench_build  # noqa: E402  (benchmarks/, the script's folder)
 
-from cleanbuild import engine  # noqa: E402
+from cleanbuild.core import engine  # noqa: E402
 from cleanbuild.images import buildx_argv  # noqa: E402
 from cleanbuild.images.plan import build_spec  # noqa: E402
 from tests.support.builds import offline_plan  # noqa: E402

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bench_build  # noqa: E402  (benchmarks/, the script's folder)
 
-from cleanbuild import engine  # noqa: E402
+from cleanbuild.core import engine  # noqa: E402
 
 _NAME = re.compile(r"^(#\d+) (\[.*)$", re.M)
 _END = re.compile(r"^(#\d+) (DONE|CACHED) ?([0-9.]*)s?", re.M)

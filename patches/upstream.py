@@ -40,7 +40,7 @@ class NotFound(Exception):
     """The repository answered and has no such ref, or a ref/URL is malformed: bad input, exit 2."""
 
 
-# The host's cleanbuild/refs.py rules, kept here in stdlib form (patches/ cannot import cleanbuild): a full SHA or
+# The host's cleanbuild/core/refs.py rules, kept here in stdlib form (patches/ cannot import cleanbuild): a full SHA or
 # a ref name git accepts, never starting with '-' (`--upload-pack=CMD` would run CMD); a source that is a URL of a
 # network or file scheme, user@host:path or a path, never an option or a `transport::` form such as ext::.
 _SHA = re.compile(r"^[0-9a-f]{40}$")

@@ -1,5 +1,5 @@
 """Output paths of the in-image CLIs (python -m validation, python -m validation.audit), checked before any check
-runs: standard library only (the host's cleanbuild.outputs does the same for the host CLIs; this cannot import it).
+runs: standard library only (the host's cleanbuild.core.outputs does the same for the host CLIs; this cannot import it).
 
 A target may not be a folder. Missing folders are made when the output is written, so the nearest existing folder
 must accept a new file: a probe file is created there and removed (root passes os.access, and /proc or a read-only

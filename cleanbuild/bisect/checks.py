@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import UsageError
+from cleanbuild.core.errors import UsageError
 
 COMPONENTS = ("aiter", "atom")
 PATCH, VALIDATION, IMPORT = "patch", "validation", "import"

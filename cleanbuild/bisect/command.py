@@ -5,13 +5,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .. import engine
-from ..errors import UsageError
-from ..outputs import output_folder
-from ..request import Request
-from . import checks as checking
-from . import imagestep, report
-from .search import bisect
+from cleanbuild.bisect import checks as checking
+from cleanbuild.bisect import imagestep, report
+from cleanbuild.bisect.search import bisect
+from cleanbuild.core import engine
+from cleanbuild.core.errors import UsageError
+from cleanbuild.core.outputs import output_folder
+from cleanbuild.request.build import Request
 
 
 def bisect_command(request: Request, component: str, good: str | None, bad: str | None, names: tuple[str, ...], *,
@@ -23,7 +23,7 @@ def bisect_command(request: Request, component: str, good: str | None, bad: str 
     comp = checking.component(component)
     chosen = checking.parse(comp, names, image)
     if report_dir is not None:
-        output_folder(report_dir, "--report")  # the one output check (cleanbuild.outputs), before any step
+        output_folder(report_dir, "--report")  # the one output check (cleanbuild.core.outputs), before any step
     archs = request.arch
     if len(archs) > 1:
         raise UsageError("bisect --arch failed because it takes one arch. To fix, pass --arch gfx942 or gfx950.")

@@ -24,18 +24,18 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from .. import engine
-from ..errors import BuildFailed, StepFailed, UsageError
-from ..gpuhost.arch import Arch
-from ..images import pipeline
-from ..images.plan import Plan, make_plan
-from ..images.record import BuildRecord, StepFailedWith
-from ..request import Request
-from ..settings import profile as load_profile
-from ..upstream import lock
-from ..upstream.profiles import PROFILE_DIR, chain
-from .checks import Check
-from .probe import UNTESTABLE, Finding, validation_finding
+from cleanbuild.bisect.checks import Check
+from cleanbuild.bisect.probe import UNTESTABLE, Finding, validation_finding
+from cleanbuild.cli.settings import profile as load_profile
+from cleanbuild.core import engine
+from cleanbuild.core.errors import BuildFailed, StepFailed, UsageError
+from cleanbuild.gpuhost.arch import Arch
+from cleanbuild.images import pipeline
+from cleanbuild.images.plan import Plan, make_plan
+from cleanbuild.images.record import BuildRecord, StepFailedWith
+from cleanbuild.request.build import Request
+from cleanbuild.upstream import lock
+from cleanbuild.upstream.profiles import PROFILE_DIR, chain
 
 BUILD = ("preflight", "prepare", "wheels", "clean", "patch")
 # What a commit can get wrong in its own build (not the host's fault): git bisect skips such a commit.

@@ -14,12 +14,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import EnvironmentProblem
-from ..run import run
-from ..spec import REPO_ROOT, patches_argv
-from ..upstream.imports import Missing, Tree, unresolved
-from . import tree as trees
-from .checks import IMPORT, PATCH, VALIDATION, Check
+from cleanbuild.bisect import tree as trees
+from cleanbuild.bisect.checks import IMPORT, PATCH, VALIDATION, Check
+from cleanbuild.core.errors import EnvironmentProblem
+from cleanbuild.core.run import run
+from cleanbuild.core.spec import REPO_ROOT, patches_argv
+from cleanbuild.upstream.imports import Missing, Tree, unresolved
 
 GOOD, BAD, UNTESTABLE = "good", "bad", "untestable"
 

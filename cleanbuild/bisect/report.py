@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..atomic import replace_all
-from .search import Outcome
+from cleanbuild.bisect.search import Outcome
+from cleanbuild.core.atomic import replace_all
 
 WHERE = {True: ", each in the commit's image (--image)", False: ", each on the commit's source tree"}
 

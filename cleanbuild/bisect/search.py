@@ -16,14 +16,14 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..errors import StepFailed, UsageError
-from ..interrupts import held
-from ..run import run, run_logged
-from ..spec import REPO_ROOT
-from ..upstream.gitrepo import Commit, Repo
-from ..upstream.profiles import Profile
-from . import imagestep, probe, step, tree
-from .checks import IMPORT, Check
+from cleanbuild.bisect import imagestep, probe, step, tree
+from cleanbuild.bisect.checks import IMPORT, Check
+from cleanbuild.core.errors import StepFailed, UsageError
+from cleanbuild.core.interrupts import held
+from cleanbuild.core.run import run, run_logged
+from cleanbuild.core.spec import REPO_ROOT
+from cleanbuild.upstream.gitrepo import Commit, Repo
+from cleanbuild.upstream.profiles import Profile
 
 PR = re.compile(r"\(#(\d+)\)")
 

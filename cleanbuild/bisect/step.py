@@ -18,10 +18,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import CleanBuildError, Interrupted
-from ..run import run
-from . import imagestep, probe, tree
-from .checks import Check
+from cleanbuild.bisect import imagestep, probe, tree
+from cleanbuild.bisect.checks import Check
+from cleanbuild.core.errors import CleanBuildError, Interrupted
+from cleanbuild.core.run import run
 
 EXIT = {probe.GOOD: 0, probe.BAD: 1, probe.UNTESTABLE: 125}
 ABORT = 128

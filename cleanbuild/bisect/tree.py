@@ -7,9 +7,9 @@ import io
 import tarfile
 from pathlib import Path
 
-from ..refs import git_ref
-from ..run import run
-from ..upstream.gitrepo import GitError
+from cleanbuild.core.refs import git_ref
+from cleanbuild.core.run import run
+from cleanbuild.upstream.gitrepo import GitError
 
 
 def export(git_dir: Path, sha: str, package: str, dest: Path) -> Path:

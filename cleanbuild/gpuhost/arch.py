@@ -15,9 +15,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cleanbuild.core.errors import EnvironmentProblem, UsageError
 from validation.archs import ARCHS, ArchFacts
-
-from ..errors import EnvironmentProblem, UsageError
 
 
 class Arch(enum.Enum):
@@ -288,7 +287,7 @@ def resolve(arch: Arch | None, runner: Runner, sysfs: Path = Path("/sys")) -> De
 
 def host_runner(argv: list[str], timeout: float) -> tuple[str, bool] | None:
     """The real Runner: absent binary or failing command -> None; a hang -> (partial output, True)."""
-    from ..run import run, which
+    from cleanbuild.core.run import run, which
 
     if which(argv[0]) is None:
         return None

@@ -23,9 +23,14 @@ from typing import Any, TypedDict
 
 from packaging.version import InvalidVersion, Version
 
-from ..errors import EnvironmentProblem, UsageError
-from ..versions import rocm_minor
-from .arch import KFD_NODES, gfx_from_target_version, kfd_nodes, kfd_properties
+from cleanbuild.core.errors import EnvironmentProblem, UsageError
+from cleanbuild.core.versions import rocm_minor
+from cleanbuild.gpuhost.arch import (
+    KFD_NODES,
+    gfx_from_target_version,
+    kfd_nodes,
+    kfd_properties,
+)
 
 COMPAT_FILE = Path(__file__).resolve().parents[1] / "data" / "rocm_compat.toml"  # package data: cleanbuild/data
 CPU_FIX = "or use a profile whose GPU steps run on the CPU"

@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from .components import Unit
-from .dockerfile import built_on, from_chain, reached, used_args
+from cleanbuild.images.components import Unit
+from cleanbuild.images.dockerfile import built_on, from_chain, reached, used_args
 
 Args = tuple[tuple[str, str], ...]
 

@@ -1,6 +1,6 @@
 """Builds through the buildx CLI (BuildKit).
 
-Two paths, chosen by what the engine can do (cleanbuild.engine.reproducible_builds):
+Two paths, chosen by what the engine can do (cleanbuild.core.engine.reproducible_builds):
 - `--load`: the image ID comes back through --iidfile (Docker 20.10's BuildKit 0.8, the classic image store:
   every build stamps its own times, so the same inputs give another ID);
 - reproducible (Docker >= 26 with the containerd image store): SOURCE_DATE_EPOCH and BuildKit's image exporter
@@ -19,13 +19,13 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from ..errors import BuildFailed, StepFailed, UsageError
-from ..request import Build
-from ..run import quote, run, run_logged
-from ..spec import BuildSpec
-from . import buildx_argv, imagestore
-from .buildx_argv import cache_flags
-from .dockerfile import declared_args
+from cleanbuild.core.errors import BuildFailed, StepFailed, UsageError
+from cleanbuild.core.run import quote, run, run_logged
+from cleanbuild.core.spec import BuildSpec
+from cleanbuild.images import buildx_argv, imagestore
+from cleanbuild.images.buildx_argv import cache_flags
+from cleanbuild.images.dockerfile import declared_args
+from cleanbuild.request.build import Build
 
 Attestations = imagestore.Statements  # image manifest digest -> in-toto statements about it
 

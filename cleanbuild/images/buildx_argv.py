@@ -1,11 +1,11 @@
 """Every `docker buildx build` command line, assembled here and nowhere else: the builds and the wheels export
 (cleanbuild.images.buildx), what `invoke plan` and --dry-run print (cleanbuild.images.plan.commands,
-buildx.describe) and the export benchmark. A BuildSpec (cleanbuild.spec) is the data of one build; this module
+buildx.describe) and the export benchmark. A BuildSpec (cleanbuild.core.spec) is the data of one build; this module
 turns it, the request's options (builder, progress, CA bundle) and where the result goes into argv. Pure.
 
 The other buildx commands are no builds and stay where their answer is read: `docker buildx version` and
-`docker buildx inspect BUILDER` in the engine's preflight (cleanbuild.engine.preflight), `docker buildx
-imagetools create` in cleanbuild.engine.registry_copy and `docker buildx imagetools inspect` in
+`docker buildx inspect BUILDER` in the engine's preflight (cleanbuild.core.engine.preflight), `docker buildx
+imagetools create` in cleanbuild.core.engine.registry_copy and `docker buildx imagetools inspect` in
 cleanbuild.images.attest.
 """
 
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..refs import split_image
-from ..request import Build
-from ..spec import BuildSpec
+from cleanbuild.core.refs import split_image
+from cleanbuild.core.spec import BuildSpec
+from cleanbuild.request.build import Build
 
 # Every file a build writes and the image config carry this time: 1980-01-01, the earliest a zip (a wheel) holds.
 SOURCE_DATE_EPOCH = 315532800

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .dockerfile import global_args, stage_digest, used_args
+from cleanbuild.images.dockerfile import global_args, stage_digest, used_args
 
 # MAX_JOBS: how fast, not what. <NAME>_FROM: where a pinned commit is read (a mirror's copy), not what it is.
 NOT_IN_KEY = frozenset({"MAX_JOBS", "AITER_FROM", "ATOM_FROM", "MORI_FROM"})

@@ -19,11 +19,11 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from ..checkout import Checkout, blob_sha, snapshot, snapshot_env
-from ..errors import StepFailed
-from ..run import CommandFailed, run
-from . import srcplan
-from .plan import Plan
+from cleanbuild.core.errors import StepFailed
+from cleanbuild.core.run import CommandFailed, run
+from cleanbuild.images import srcplan
+from cleanbuild.images.plan import Plan
+from cleanbuild.request.checkout import Checkout, blob_sha, snapshot, snapshot_env
 
 
 def prepare(plan: Plan) -> list[str]:

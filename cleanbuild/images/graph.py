@@ -4,7 +4,7 @@ its own, so independent units (the closure, torch, ATOM, the installer) build at
 What each unit does (found by key, pulled or built: cleanbuild.images.steps._ensure) is unchanged, and so is its own
 record; the records come back in the plan's order.
 
-In a step of more than one unit, the lines each unit echoes start with its name (cleanbuild.run.labelled, after
+In a step of more than one unit, the lines each unit echoes start with its name (cleanbuild.core.run.labelled, after
 the variant's). A failure starts nothing new, lets the running units finish, then is raised (the first one); Ctrl-C
 reaches every build through the process group, and the main thread waits for the running units before it raises.
 """
@@ -17,8 +17,8 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
-from ..run import labelled
-from .components import Unit
+from cleanbuild.core.run import labelled
+from cleanbuild.images.components import Unit
 
 R = TypeVar("R")
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from ..errors import BuildFailed
-from . import attest
+from cleanbuild.core.errors import BuildFailed
+from cleanbuild.images import attest
 
 OCI_LAYOUT = b'{"imageLayoutVersion":"1.0.0"}'
 NAME_ANNOTATIONS = ("io.containerd.image.name", "org.opencontainers.image.ref.name")

@@ -14,13 +14,13 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from .. import engine, interrupts
-from ..console import console, step_done, step_started
-from ..errors import CleanBuildError, Interrupted
-from . import report
-from .plan import Plan
-from .record import BuildRecord, StepFailedWith, StepRecord, StepStatus
-from .steps import STEPS, Ctx, Journal, observe
+from cleanbuild.core import engine, interrupts
+from cleanbuild.core.console import console, step_done, step_started
+from cleanbuild.core.errors import CleanBuildError, Interrupted
+from cleanbuild.images import report
+from cleanbuild.images.plan import Plan
+from cleanbuild.images.record import BuildRecord, StepFailedWith, StepRecord, StepStatus
+from cleanbuild.images.steps import STEPS, Ctx, Journal, observe
 
 if TYPE_CHECKING:
     from docker.client import DockerClient

@@ -15,17 +15,23 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from .. import metadata
-from ..checkout import Checkout
-from ..errors import UsageError
-from ..request import Build
-from ..spec import DOCKER_DIR, REPO_ROOT, BuildSpec, RunSpec
-from ..upstream import lock, lockfile
-from ..upstream.gitrepo import is_url, local_path
-from ..upstream.profiles import Profile, strings, table
-from . import buildx_argv, srcplan
-from .components import BUILD_ENVS, WHEEL_UNITS, Unit, make_unit, text_digest
-from .dockerfile import base_image, used_args
+from cleanbuild.core import metadata
+from cleanbuild.core.errors import UsageError
+from cleanbuild.core.spec import DOCKER_DIR, REPO_ROOT, BuildSpec, RunSpec
+from cleanbuild.images import buildx_argv, srcplan
+from cleanbuild.images.components import (
+    BUILD_ENVS,
+    WHEEL_UNITS,
+    Unit,
+    make_unit,
+    text_digest,
+)
+from cleanbuild.images.dockerfile import base_image, used_args
+from cleanbuild.request.build import Build
+from cleanbuild.request.checkout import Checkout
+from cleanbuild.upstream import lock, lockfile
+from cleanbuild.upstream.gitrepo import is_url, local_path
+from cleanbuild.upstream.profiles import Profile, strings, table
 
 STEPS = ("preflight", "prepare", "wheels", "clean", "patch", "validate", "smoke", "tag", "report")
 DEV_STEPS = (*STEPS[:4], "dev", *STEPS[4:])  # --src with Python-only edits: the overlay layer before the patches

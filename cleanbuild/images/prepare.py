@@ -21,11 +21,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import EnvironmentProblem, StepFailed
-from ..refs import split_image
-from ..run import CommandFailed, run
-from ..spec import DOCKER_DIR
-from .plan import CLEAN_ONLY_SCRIPTS, Plan, Prepare, standin_image
+from cleanbuild.core.errors import EnvironmentProblem, StepFailed
+from cleanbuild.core.refs import split_image
+from cleanbuild.core.run import CommandFailed, run
+from cleanbuild.core.spec import DOCKER_DIR
+from cleanbuild.images.plan import CLEAN_ONLY_SCRIPTS, Plan, Prepare, standin_image
 
 
 @contextlib.contextmanager

@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from .. import metadata
-from ..errors import StepFailed
-from ..metadata import ImageFacts
-from ..spec import EngineFacts
-from .plan import Plan
-from .tag import Tag
+from cleanbuild.core import metadata
+from cleanbuild.core.errors import StepFailed
+from cleanbuild.core.metadata import ImageFacts
+from cleanbuild.core.spec import EngineFacts
+from cleanbuild.images.plan import Plan
+from cleanbuild.images.tag import Tag
 
 
 class StepStatus(StrEnum):

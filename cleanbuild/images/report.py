@@ -11,13 +11,12 @@ import tomllib
 from pathlib import Path
 from typing import Any, TypedDict
 
-from .. import htmlpage
-from ..refs import name_or_tag, split_image
-from ..spec import REPO_ROOT
-from ..upstream import profiles
-from . import payload, sbom, srcplan
-from .plan import Plan
-from .record import BuildRecord
+from cleanbuild.core.refs import name_or_tag, split_image
+from cleanbuild.core.spec import REPO_ROOT
+from cleanbuild.images import htmlpage, payload, sbom, srcplan
+from cleanbuild.images.plan import Plan
+from cleanbuild.images.record import BuildRecord
+from cleanbuild.upstream import profiles
 
 REPORTS = REPO_ROOT / "reports"
 

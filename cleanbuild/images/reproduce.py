@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 import zstandard
 
-from .. import engine
-from ..errors import StepFailed
-from ..spec import RunSpec
+from cleanbuild.core import engine
+from cleanbuild.core.errors import StepFailed
+from cleanbuild.core.spec import RunSpec
 
 if TYPE_CHECKING:
     from docker.client import DockerClient

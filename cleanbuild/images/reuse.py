@@ -1,5 +1,5 @@
 """Reuse or build: where one keyed unit's image comes from, decided once. `invoke plan` shows the decision
-(cleanbuild.commands.unit_states) and the build acts on it (cleanbuild.images.steps._ensure), so the two cannot
+(cleanbuild.commands.build.unit_states) and the build acts on it (cleanbuild.images.steps._ensure), so the two cannot
 disagree about the same engine and registry.
 
 In order: --rebuild builds; an image with the unit's key here (whatever its name) is reused when it sits on the
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from .. import engine
-from .components import Unit, changed
-from .plan import Plan
+from cleanbuild.core import engine
+from cleanbuild.images.components import Unit, changed
+from cleanbuild.images.plan import Plan
 
 if TYPE_CHECKING:
     from docker.client import DockerClient

@@ -23,8 +23,8 @@ from cyclonedx.model.component import Component, ComponentType
 from cyclonedx.output.json import JsonV1Dot6
 from packageurl import PackageURL
 
-from ..refs import parse_image
-from . import attest
+from cleanbuild.core.refs import parse_image
+from cleanbuild.images import attest
 
 PYPI = "https://pypi.org/simple"
 NS = "io.atom-build"

@@ -1,4 +1,4 @@
-"""What `--src` changes in a plan, as pure functions of the resolved checkouts (cleanbuild.checkout).
+"""What `--src` changes in a plan, as pure functions of the resolved checkouts (cleanbuild.request.checkout).
 
 - A checkout on the wheel route builds its component's wheel from a snapshot commit of its working tree: the
   build argument <NAME>_REF names the snapshot (so the unit's key does), <NAME>_REPO the copy of the checkout's
@@ -17,11 +17,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .. import metadata
-from ..checkout import Checkout
-from ..request import Build
-from ..spec import DOCKER_DIR
-from .tag import safe_field
+from cleanbuild.core import metadata
+from cleanbuild.core.spec import DOCKER_DIR
+from cleanbuild.images.tag import safe_field
+from cleanbuild.request.build import Build
+from cleanbuild.request.checkout import Checkout
 
 DEV_DIR = DOCKER_DIR / "dev"
 # What every RUN ends with (docker/scripts/clamp_times.py); the dev and patch layers read it from their own context.

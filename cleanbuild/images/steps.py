@@ -13,18 +13,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import engine, metadata
-from ..errors import StepFailed, UsageError
-from ..gpuhost import gpu
-from ..refs import split_image
-from ..spec import BuildSpec
-from . import atonce, buildx, devcontext, graph, reuse, sbom, srcplan
-from . import prepare as preparer
-from . import report as reports
-from .buildx_argv import cache_flags
-from .components import Unit
-from .plan import Plan, build_spec, patch_build
-from .record import (
+from cleanbuild.core import engine, metadata
+from cleanbuild.core.errors import StepFailed, UsageError
+from cleanbuild.core.refs import split_image
+from cleanbuild.core.spec import BuildSpec
+from cleanbuild.gpuhost import gpu
+from cleanbuild.images import atonce, buildx, devcontext, graph, reuse, sbom, srcplan
+from cleanbuild.images import prepare as preparer
+from cleanbuild.images import report as reports
+from cleanbuild.images.buildx_argv import cache_flags
+from cleanbuild.images.components import Unit
+from cleanbuild.images.plan import Plan, build_spec, patch_build
+from cleanbuild.images.record import (
     BuildRecord,
     ImageSummary,
     StepFailedWith,
@@ -35,7 +35,7 @@ from .record import (
     clean_labels,
     digest,
 )
-from .tag import Tag, TagParts, make_tag
+from cleanbuild.images.tag import Tag, TagParts, make_tag
 
 if TYPE_CHECKING:
     from docker.client import DockerClient

@@ -15,13 +15,13 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from .. import engine, metadata
-from ..errors import EnvironmentProblem, StepFailed, UsageError
-from ..refs import split_image
-from ..settings import Request, parse_arch, profile
-from . import pipeline, reproduce
-from .components import changed
-from .plan import Plan, make_plan
+from cleanbuild.cli.settings import Request, parse_arch, profile
+from cleanbuild.core import engine, metadata
+from cleanbuild.core.errors import EnvironmentProblem, StepFailed, UsageError
+from cleanbuild.core.refs import split_image
+from cleanbuild.images import pipeline, reproduce
+from cleanbuild.images.components import changed
+from cleanbuild.images.plan import Plan, make_plan
 
 if TYPE_CHECKING:
     from docker.client import DockerClient

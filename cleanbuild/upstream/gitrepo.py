@@ -1,7 +1,7 @@
 """Read pinned repositories on the host: a URL (GitHub) or a local path (a mirror's copy), through git.
 
 A URL is fetched into a bare cache under .cache/git/ (blobless: commits and trees, file contents on demand);
-a local path is read in place (`git --git-dir`), never written. Every call goes through cleanbuild.run.
+a local path is read in place (`git --git-dir`), never written. Every call goes through cleanbuild.core.run.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import EnvironmentProblem, UsageError
-from ..refs import SHA, git_ref, git_remote
-from ..run import git_reason, run
-from ..spec import REPO_ROOT
+from cleanbuild.core.errors import EnvironmentProblem, UsageError
+from cleanbuild.core.refs import SHA, git_ref, git_remote
+from cleanbuild.core.run import git_reason, run
+from cleanbuild.core.spec import REPO_ROOT
 
 
 def is_url(repo: str) -> bool:
@@ -46,7 +46,7 @@ class GitError(EnvironmentProblem):
 class Repo:
     """One repository, read with git. Errors: EnvironmentProblem (unreachable), UsageError (no such commit).
 
-    Every ref reaches git checked (cleanbuild.refs) and after --end-of-options, so it is never read as an option."""
+    Every ref reaches git checked (cleanbuild.core.refs) and after --end-of-options, so it is never read as an option."""
 
     def __init__(self, url: str, cache: Path = REPO_ROOT / ".cache" / "git", root: Path = REPO_ROOT):
         self.url = git_remote(url, "repository")

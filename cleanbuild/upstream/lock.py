@@ -30,11 +30,11 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from ..atomic import replace_all
-from ..errors import EnvironmentProblem, StepFailed, UsageError
-from ..run import CommandFailed, run
-from .gitrepo import Repo
-from .profiles import Profile, strings
+from cleanbuild.core.atomic import replace_all
+from cleanbuild.core.errors import EnvironmentProblem, StepFailed, UsageError
+from cleanbuild.core.run import CommandFailed, run
+from cleanbuild.upstream.gitrepo import Repo
+from cleanbuild.upstream.profiles import Profile, strings
 
 HEADER = "# atom-build-lock "
 ACCELERATOR = re.compile(r"^(nvidia-|cuda-|triton|pytorch-triton)")
@@ -272,7 +272,7 @@ def render(profile: Profile, *, upgrade: tuple[str, ...] = ()) -> dict[Path, str
 
 
 def write(profile: Profile, *, upgrade: tuple[str, ...] = ()) -> tuple[Path, Path]:
-    """Remake both locks; the pair is replaced together or not at all (cleanbuild.atomic)."""
+    """Remake both locks; the pair is replaced together or not at all (cleanbuild.core.atomic)."""
     files = render(profile, upgrade=upgrade)
     replace_all(files)
     runtime, build = files

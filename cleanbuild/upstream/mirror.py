@@ -16,9 +16,9 @@ import dataclasses
 from pathlib import Path
 from types import MappingProxyType
 
-from ..errors import EnvironmentProblem, UsageError
-from .gitrepo import Repo, is_url
-from .profiles import Profile
+from cleanbuild.core.errors import EnvironmentProblem, UsageError
+from cleanbuild.upstream.gitrepo import Repo, is_url
+from cleanbuild.upstream.profiles import Profile
 
 ENV = "ATOM_BUILD_MIRROR"
 FIX = f"To fix, set {ENV} to a folder with aiter.git and atom.git (copies of the pinned repositories)"

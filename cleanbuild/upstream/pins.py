@@ -24,15 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..atomic import replace_all
-from ..errors import CleanBuildError, StepFailed, UsageError
-from ..refs import SHA, git_ref
-from ..run import run
-from ..spec import REPO_ROOT, patches_argv
-from . import lock, mirror
-from .gitrepo import Repo
-from .imports import Tree, unresolved
-from .profiles import PROFILE_DIR, Profile, chain, load
+from cleanbuild.core.atomic import replace_all
+from cleanbuild.core.errors import CleanBuildError, StepFailed, UsageError
+from cleanbuild.core.refs import SHA, git_ref
+from cleanbuild.core.run import run
+from cleanbuild.core.spec import REPO_ROOT, patches_argv
+from cleanbuild.upstream import lock, mirror
+from cleanbuild.upstream.gitrepo import Repo
+from cleanbuild.upstream.imports import Tree, unresolved
+from cleanbuild.upstream.profiles import PROFILE_DIR, Profile, chain, load
 
 PATCH_TARGETS = ("aiter/tuned_gemm.py", "aiter/jit/core.py", "atom/model_ops/linear.py", "atom/utils/envs.py")
 FLYDSL = re.compile(r"""^FLYDSL_VERSION\s*=\s*["']flydsl==([^"']+)["']""", re.MULTILINE)
@@ -225,7 +225,7 @@ def bump(profile: Profile, component: str, to: str | None, *, dry_run: bool,
          relock: Mapping[str, object] | None = None) -> Bump:
     """Move one git pin when every patch still holds on the candidate. relock: the overrides (--set, invoke.yaml)
     the affected profiles are loaded with to remake their locks (None leaves the locks alone). The profile file
-    and every lock it feeds are written as one change (cleanbuild.atomic), or nothing is."""
+    and every lock it feeds are written as one change (cleanbuild.core.atomic), or nothing is."""
     comp = profile.component(component)
     if comp.source != "git":
         raise UsageError(f"--bump {component!r}: components.{component} is not a git pin. To fix, bump one of: "

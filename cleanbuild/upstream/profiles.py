@@ -17,7 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import UsageError
+from cleanbuild.core.errors import UsageError
 
 PROFILE_DIR = Path(__file__).parent.parent / "profiles"  # package data: cleanbuild/profiles
 PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")  # a built-in profile: one file name, no dots, no '/'

@@ -21,12 +21,13 @@ import pytest
 from audit_helpers import REPO, install_files, install_tree
 from rich.console import Console
 
-from cleanbuild import audit, engine
-from cleanbuild.errors import EnvironmentProblem
+from cleanbuild.commands import audit_image
+from cleanbuild.core import engine
+from cleanbuild.core.errors import EnvironmentProblem
+from cleanbuild.core.spec import RunSpec
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.images import prepare
 from cleanbuild.images.plan import make_plan
-from cleanbuild.spec import RunSpec
 from cleanbuild.upstream import profiles
 from tests.support.requests import build_of
 
@@ -99,7 +100,7 @@ def images(audit_base, upstream_packages, tmp_path_factory):
 
 def run_audit(tag, tmp_path=None, **kw):
     args = {"arch": Arch.GFX942, "model": None, "tp": (1,), "report_dir": tmp_path, "device": False, **kw}
-    return audit.audit(tag, **args)
+    return audit_image.audit(tag, **args)
 
 
 def present(result) -> dict[str, list[str]]:
@@ -108,7 +109,7 @@ def present(result) -> dict[str, list[str]]:
 
 def screen(result) -> str:
     console = Console(record=True, width=120, color_system=None)
-    console.print(audit.table(result, width=120))
+    console.print(audit_image.table(result, width=120))
     return console.export_text()
 
 
@@ -213,5 +214,5 @@ def test_ctrl_c_removes_the_container(images, docker_engine):
 
     threading.Thread(target=interrupt_when_running, daemon=True).start()
     with pytest.raises(KeyboardInterrupt):
-        audit.run_sealed(docker_engine, images["patched"], spec)
+        audit_image.run_sealed(docker_engine, images["patched"], spec)
     assert docker_engine.containers.list(all=True, ignore_removed=True, filters={"name": name}) == []

@@ -8,8 +8,9 @@ import pytest
 from audit_helpers import REPO, apply_patches, make_context
 from rich.console import Console
 
-from cleanbuild import audit, engine
-from cleanbuild.errors import EnvironmentProblem, UsageError
+from cleanbuild.commands import audit_image
+from cleanbuild.core import engine
+from cleanbuild.core.errors import EnvironmentProblem, UsageError
 from cleanbuild.gpuhost.arch import Arch
 from validation.audit import run
 
@@ -35,38 +36,38 @@ def test_bad_input_is_a_usage_error_before_the_engine(monkeypatch, kwargs, messa
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")  # an engine call would be exit 3
     args = {"arch": None, "model": None, "tp": (1,), "report_dir": None, "device": False, **kwargs}
     with pytest.raises(UsageError) as info:
-        audit.audit("any:image", **args)
+        audit_image.audit("any:image", **args)
     assert message in str(info.value)
     assert info.value.exit_code == 2
 
 
 def test_a_model_folder_without_config_is_a_usage_error(tmp_path):
     with pytest.raises(UsageError) as info:
-        audit.check_inputs(None, str(tmp_path), (1,))
+        audit_image.check_inputs(None, str(tmp_path), (1,))
     assert "has no config.json" in str(info.value)
 
 
 def test_no_engine_is_exit_3(monkeypatch):
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     with pytest.raises(EnvironmentProblem) as info:
-        audit.audit("any:image", arch=Arch.GFX942, model=None, tp=(1,), report_dir=None, device=False)
+        audit_image.audit("any:image", arch=Arch.GFX942, model=None, tp=(1,), report_dir=None, device=False)
     assert (info.value.exit_code, "the Docker engine is not reachable" in str(info.value)) == (3, True)
 
 
 def test_model_folder_and_file_are_mounted_read_only(tmp_path):
     (tmp_path / "config.json").write_text("{}")
-    folder = audit.check_inputs(Arch.GFX942, str(tmp_path), ("1", "8"))
+    folder = audit_image.check_inputs(Arch.GFX942, str(tmp_path), ("1", "8"))
     assert folder.tp == (1, 8)
     inside = f"/opt/atom-audit-model/{tmp_path.name}"
     assert (folder.model_arg, folder.model_mount) == (inside, (str(tmp_path), inside, "ro"))
-    file = audit.check_inputs(Arch.GFX942, str(tmp_path / "config.json"), (1,))
+    file = audit_image.check_inputs(Arch.GFX942, str(tmp_path / "config.json"), (1,))
     assert file.model_mount == (str(tmp_path / "config.json"), f"{inside}/config.json", "ro")
-    assert audit.check_inputs(None, "deepseek-v3", (8,)).model_mount is None
+    assert audit_image.check_inputs(None, "deepseek-v3", (8,)).model_mount is None
 
 
 def test_probe_spec_mounts_read_only_and_keeps_the_images_pythonpath(tmp_path):
-    inputs = audit.check_inputs(Arch.GFX942, "llama3-8b", (1, 8))
-    spec = audit.probe_spec(inputs, IMAGE_ATTRS, tmp_path, "RUN1", "python", want_csv=True)
+    inputs = audit_image.check_inputs(Arch.GFX942, "llama3-8b", (1, 8))
+    spec = audit_image.probe_spec(inputs, IMAGE_ATTRS, tmp_path, "RUN1", "python", want_csv=True)
     assert spec.name == "atom-audit-RUN1-python"
     assert spec.network == "none"
     assert spec.mounts == ((str(REPO / "validation"), "/opt/atom-audit/validation", "ro"),
@@ -77,7 +78,7 @@ def test_probe_spec_mounts_read_only_and_keeps_the_images_pythonpath(tmp_path):
 
 
 def test_sealed_container_options():
-    spec = audit.probe_spec(audit.check_inputs(None, None, (1,)), {}, REPO, "R", "python3", want_csv=False)
+    spec = audit_image.probe_spec(audit_image.check_inputs(None, None, (1,)), {}, REPO, "R", "python3", want_csv=False)
     kwargs = engine._sealed_kwargs(spec)
     assert (kwargs["read_only"], kwargs["tmpfs"], kwargs["entrypoint"], kwargs["network_mode"]) == (
         True, {"/tmp": "rw,nosuid,size=256m"}, [], "none")
@@ -88,7 +89,7 @@ def test_sealed_container_options():
 
 
 def test_device_spec_runs_validation_on_the_gpu(tmp_path):
-    spec = audit.device_spec("gfx950", IMAGE_ATTRS, tmp_path, "RUN1", "python3")
+    spec = audit_image.device_spec("gfx950", IMAGE_ATTRS, tmp_path, "RUN1", "python3")
     assert (spec.gpu, spec.network, spec.name) == (True, "none", "atom-audit-RUN1-device")
     assert spec.command == ("python3", "-m", "validation", "--arch", "gfx950", "--device", "cuda",
                             "--json-file", "/out/validation.json")
@@ -97,7 +98,7 @@ def test_device_spec_runs_validation_on_the_gpu(tmp_path):
 
 
 def test_secret_like_env_and_build_args_are_named_never_shown():
-    f = audit.config_secrets(IMAGE_ATTRS, HISTORY)
+    f = audit_image.config_secrets(IMAGE_ATTRS, HISTORY)
     assert f["status"] == "PRESENT"
     assert f["evidence"] == ["Config.Env sets HF_TOKEN (value not shown)",
                              "layer 2 (ARG) names build arg GITHUB_TOKEN (value not shown)",
@@ -107,18 +108,18 @@ def test_secret_like_env_and_build_args_are_named_never_shown():
 
 
 def test_label_arch_that_disagrees_with_arch_is_present():
-    f = audit.labels_finding(IMAGE_ATTRS, "gfx942")
+    f = audit_image.labels_finding(IMAGE_ATTRS, "gfx942")
     assert (f["status"], f["evidence"][-1]) == ("PRESENT", "label io.atom-build.arch=gfx950 but --arch gfx942")
-    assert audit.labels_finding(IMAGE_ATTRS, None)["status"] == "ok"
+    assert audit_image.labels_finding(IMAGE_ATTRS, None)["status"] == "ok"
 
 
 @pytest.fixture
-def result(real_site, fake_root) -> audit.AuditResult:
+def result(real_site, fake_root) -> audit_image.AuditResult:
     """An AuditResult made of what the probe really writes (unpatched real aiter and ATOM) plus host findings."""
     probe = json.loads(json.dumps(run.audit(make_context(real_site, fake_root, env={"ENABLE_CK": "0", "ATOM_CK_FREE": "1"}))))
     layers = [{"size": 2 * 2**30, "created_by": "RUN /bin/sh -c pip install"}]
-    findings = (*probe["findings"], *audit.host_findings(IMAGE_ATTRS, HISTORY, None, layers))
-    return audit.AuditResult(image="team/atom:old", image_id="sha256:" + "ab" * 32, arch=None,
+    findings = (*probe["findings"], *audit_image.host_findings(IMAGE_ATTRS, HISTORY, None, layers))
+    return audit_image.AuditResult(image="team/atom:old", image_id="sha256:" + "ab" * 32, arch=None,
                              image_arch=probe["image_arch"], arch_source=probe["arch_source"], findings=findings,
                              versions=probe["versions"], size_bytes=IMAGE_ATTRS["Size"], largest_layers=tuple(layers),
                              labels={}, packages=probe["packages"], seconds=1.5)
@@ -130,7 +131,7 @@ def test_exit_code_follows_present_findings(result):
 
 
 def test_report_md_has_build_cleans_layout(result, tmp_path):
-    written = audit.write_report(result, tmp_path / "rep", tmp_path / "no-such.csv")
+    written = audit_image.write_report(result, tmp_path / "rep", tmp_path / "no-such.csv")
     md = (tmp_path / "rep" / "report.md").read_text().splitlines()
     assert md[0] == "# Audit report: team/atom:old"
     assert md[2] == f"- image: sha256:{'ab' * 32}, size 3.00 GiB"
@@ -147,7 +148,7 @@ def test_report_md_has_build_cleans_layout(result, tmp_path):
 @pytest.mark.parametrize("width", [80, 120, 160])
 def test_table_fits_one_screen(result, width):
     console = Console(record=True, width=width, color_system=None)
-    console.print(audit.table(result, width=width))
+    console.print(audit_image.table(result, width=width))
     lines = console.export_text().splitlines()
     assert len(lines) <= 30
     assert max(map(len, lines)) <= width
@@ -161,6 +162,6 @@ def test_patched_result_exits_zero_without_host_problems(real_site, fake_root):
     apply_patches(real_site)
     probe = run.audit(make_context(real_site, fake_root, env={"ENABLE_CK": "0", "ATOM_CK_FREE": "1"}))
     clean = {"Size": 1, "Config": {"Env": ["PATH=/usr/bin"]}}
-    findings = (*probe["findings"], *audit.host_findings(clean, [{"CreatedBy": "RUN x", "Size": 1}], None, []))
-    res = audit.AuditResult("img", "sha256:1", None, "gfx942", "--arch", findings, {}, 1, (), {}, {}, 0.1)
+    findings = (*probe["findings"], *audit_image.host_findings(clean, [{"CreatedBy": "RUN x", "Size": 1}], None, []))
+    res = audit_image.AuditResult("img", "sha256:1", None, "gfx942", "--arch", findings, {}, 1, (), {}, {}, 0.1)
     assert res.exit_code == 0

@@ -2,7 +2,7 @@ import os
 
 import pytest
 
-from cleanbuild.errors import EnvironmentProblem, UsageError
+from cleanbuild.core.errors import EnvironmentProblem, UsageError
 from cleanbuild.gpuhost import arch as A
 from cleanbuild.gpuhost.arch import Arch, Gpu
 

@@ -1,4 +1,4 @@
-"""The front door: `atom-build` (cleanbuild.cli.main), its help for every task, the options table it is built from,
+"""The front door: `atom-build` (cleanbuild.cli.main.main), its help for every task, the options table it is built from,
 and Ctrl-C while it imports. Usage in-process through main(); a process only for what a process proves (the
 console script's exit code and signals)."""
 
@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild import cli, options
-from cleanbuild.errors import UsageError
-from cleanbuild.request import Request
-from cleanbuild.settings import resolve, site_config
-from cleanbuild.tasks import ns
+from cleanbuild.cli import main, options
+from cleanbuild.cli.collection import ns
+from cleanbuild.cli.settings import resolve, site_config
+from cleanbuild.core.errors import UsageError
+from cleanbuild.request.build import Request
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = sorted(ns.task_names)
@@ -23,7 +23,7 @@ TASKS = sorted(ns.task_names)
 
 def atom_build(capsys, *argv: str) -> tuple[int, str, str]:
     with pytest.raises(SystemExit) as info:
-        cli.main(["atom-build", *argv])
+        main.main(["atom-build", *argv])
         raise SystemExit(0)  # invoke's run() returns after a task that succeeded
     out = capsys.readouterr()
     return info.value.code or 0, out.out, out.err
@@ -48,7 +48,7 @@ def test_help_after_a_positional_task_is_help_not_its_argument(capsys, name):
 
 
 def test_the_console_script_as_a_process_prints_help_for_a_positional_task():
-    proc = subprocess.run([sys.executable, "-c", "from cleanbuild.cli import main; main()", "audit", "--help"],  # noqa: S603
+    proc = subprocess.run([sys.executable, "-c", "from cleanbuild.cli.main import main; main()", "audit", "--help"],  # noqa: S603
                           cwd="/", env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
                           timeout=120)
     assert (proc.returncode, proc.stderr) == (0, "")
@@ -119,14 +119,14 @@ IMPORT_INTERRUPT = """
 import importlib.abc, os, signal, sys
 class Interrupt(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
-        if name == "cleanbuild.tasks":  # Ctrl-C while the tasks module is still importing
+        if name == "cleanbuild.cli.collection":  # Ctrl-C while the tasks module is still importing
             os.kill(os.getpid(), signal.SIGINT)
         return None
 sys.meta_path.insert(0, Interrupt())
 """
 
 
-@pytest.mark.parametrize("entry", ["from cleanbuild.cli import main; main()",
+@pytest.mark.parametrize("entry", ["from cleanbuild.cli.main import main; main()",
                                    "from invoke.main import program; program.run()"])
 def test_ctrl_c_while_the_tasks_import_is_exit_130_and_one_line(entry):
     proc = subprocess.run([sys.executable, "-c", IMPORT_INTERRUPT + entry, "lock", "--check"],  # noqa: S603
@@ -137,7 +137,7 @@ def test_ctrl_c_while_the_tasks_import_is_exit_130_and_one_line(entry):
 
 
 def test_what_follows_a_standalone_double_dash_reaches_validate(capsys, monkeypatch):
-    from cleanbuild import commands
+    from cleanbuild.commands import build
 
     seen = {}
 
@@ -145,7 +145,7 @@ def test_what_follows_a_standalone_double_dash_reaches_validate(capsys, monkeypa
         seen.update(image=image, rest=rest, device=request.device, dest=dest)
         return 0
 
-    monkeypatch.setattr(commands, "validate", validate)
+    monkeypatch.setattr(build, "validate", validate)
     code, _, err = atom_build(capsys, "validate", "--image", "atom-build/clean:x", "--json-file", "v.json", "--",
                               "--only", "arch-consistency")
     assert (code, err) == (0, "")
@@ -167,7 +167,7 @@ def into_a_closed_pipe(entry: list[str], *argv: str) -> subprocess.CompletedProc
         os.close(writer)
 
 
-ATOM_BUILD = ["-c", "from cleanbuild.cli import main; main()"]
+ATOM_BUILD = ["-c", "from cleanbuild.cli.main import main; main()"]
 PLAIN_INVOKE = ["-m", "invoke"]
 
 

@@ -1,4 +1,4 @@
-"""cleanbuild.atomic.replace_all: several files replaced as one change, or none of them."""
+"""cleanbuild.core.atomic.replace_all: several files replaced as one change, or none of them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from cleanbuild.atomic import replace_all
+from cleanbuild.core.atomic import replace_all
 
 
 @pytest.fixture

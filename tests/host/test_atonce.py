@@ -10,10 +10,10 @@ from dataclasses import replace
 
 import pytest
 
+from cleanbuild.core.spec import EngineFacts
 from cleanbuild.images import atonce, buildx, steps
 from cleanbuild.images.dockerfile import base_image
 from cleanbuild.images.record import BuildRecord
-from cleanbuild.spec import EngineFacts
 from tests.support.builds import VARIANTS, offline_plan
 from tests.support.fake_engine import Builds, FakeEngine, keyed
 

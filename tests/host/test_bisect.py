@@ -17,8 +17,8 @@ import pytest
 
 from cleanbuild.bisect import checks as checking
 from cleanbuild.bisect.command import bisect_command
-from cleanbuild.errors import UsageError
-from cleanbuild.settings import resolve
+from cleanbuild.cli.settings import resolve
+from cleanbuild.core.errors import UsageError
 from tests.support.fake_aiter import JIT_EXITS, JIT_FIXED, history, tuned_gemm
 from tests.support.gitrepos import git
 
@@ -149,7 +149,7 @@ def test_image_mode_checks_default_to_every_validation_check_and_allow_the_image
 
 
 def test_image_mode_without_an_engine_is_exit_3_before_any_step(monkeypatch, tmp_path):
-    from cleanbuild.errors import EnvironmentProblem
+    from cleanbuild.core.errors import EnvironmentProblem
 
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
     with pytest.raises(EnvironmentProblem, match="engine is not reachable"):

@@ -1,4 +1,4 @@
-"""cleanbuild.commands.build_matrix: every variant at the same time (a barrier only they can pass together), each
+"""cleanbuild.commands.build.build_matrix: every variant at the same time (a barrier only they can pass together), each
 through the build steps of its own plan, with its own engine client and its lines labelled; a failure lets the
 others finish and is raised after them. A unit the variants share is built once: steps._ensure holds one lock per
 unit key (test_one_key_is_built_once_by_threads_that_both_need_it). The real builds: tests/integration
@@ -13,8 +13,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from cleanbuild import commands, run
-from cleanbuild.errors import StepFailed
+from cleanbuild.commands import build
+from cleanbuild.core import run
+from cleanbuild.core.errors import StepFailed
 
 STEPS = ("preflight", "prepare", "wheels", "clean", "patch", "validate", "smoke", "tag", "report")
 
@@ -39,15 +40,15 @@ def calls(monkeypatch):
         return f"record of {plan.stem}"
 
     clients = iter(range(1, 100))
-    monkeypatch.setattr(commands.pipeline, "run", fake_run)
-    monkeypatch.setattr(commands.engine, "client", lambda: f"client-{next(clients)}")
+    monkeypatch.setattr(build.pipeline, "run", fake_run)
+    monkeypatch.setattr(build.engine, "client", lambda: f"client-{next(clients)}")
     return seen, state
 
 
 def test_every_variant_builds_at_once_each_with_its_own_client_and_label(calls):
     seen, state = calls
     state["barrier"] = threading.Barrier(4)
-    recs = commands.build_matrix("main-client", _plans("gfx942-ck", "gfx942-ckfree", "gfx950-ck", "gfx950-ckfree"))
+    recs = build.build_matrix("main-client", _plans("gfx942-ck", "gfx942-ckfree", "gfx950-ck", "gfx950-ckfree"))
     assert recs == ["record of gfx942-ck", "record of gfx942-ckfree", "record of gfx950-ck", "record of gfx950-ckfree"]
     got = sorted(seen)
     assert [s[0] for s in got] == ["gfx942-ck", "gfx942-ckfree", "gfx950-ck", "gfx950-ckfree"]
@@ -60,7 +61,7 @@ def test_every_variant_builds_at_once_each_with_its_own_client_and_label(calls):
 def test_a_single_variant_builds_on_this_thread_as_far_as_its_plan_goes(calls):
     seen, _ = calls
     plans = [SimpleNamespace(stem="first", steps=("preflight", "prepare", "wheels", "clean", "dev", "report"))]
-    commands.build_matrix("main-client", plans)
+    build.build_matrix("main-client", plans)
     assert seen == [("first", ("preflight", "prepare", "wheels", "clean", "dev"), "main-client", "", "MainThread")]
 
 
@@ -68,7 +69,7 @@ def test_a_failing_variant_lets_the_others_finish_then_raises_the_first_in_order
     seen, state = calls
     state["barrier"], state["fail"] = threading.Barrier(3), {"gfx942-ckfree", "gfx950-ckfree"}
     with pytest.raises(StepFailed, match="gfx942-ckfree failed"):
-        commands.build_matrix("main-client", _plans("gfx942-ck", "gfx942-ckfree", "gfx950-ckfree"))
+        build.build_matrix("main-client", _plans("gfx942-ck", "gfx942-ckfree", "gfx950-ckfree"))
     assert sorted(s[0] for s in seen) == ["gfx942-ck", "gfx942-ckfree", "gfx950-ckfree"]
 
 

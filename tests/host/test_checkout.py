@@ -16,11 +16,11 @@ import pytest
 from invoke import Program
 
 import tasks
-from cleanbuild import checkout as C
-from cleanbuild.errors import UsageError
+from cleanbuild.core.errors import UsageError
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.images import plan as P
 from cleanbuild.images import srcplan
+from cleanbuild.request import checkout as C
 from cleanbuild.upstream import profiles
 from tests.support.gitrepos import commit_all, git
 from tests.support.requests import build_of

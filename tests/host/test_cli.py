@@ -1,6 +1,6 @@
 """The tasks as a user runs them: one line on stderr and a fixed exit code for bad input.
 
-Usage errors run in-process through atom-build's Program (cleanbuild.program) and the real namespace. A few tests
+Usage errors run in-process through atom-build's Program (cleanbuild.cli.program) and the real namespace. A few tests
 start a process, for what only a process shows: the exit code of `atom-build` and of `python -m invoke` in this
 checkout, and invoke.yaml problems, which both check before invoke reads the file."""
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild.program import AtomBuild
+from cleanbuild.cli.program import AtomBuild
 from tests.support.upstream import AITER_HEAD, AITER_PR_HEAD, ATOM_HEAD
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -163,7 +163,7 @@ def test_a_broken_file_given_with_f_is_refused_before_invoke_reads_it(capsys, tm
 
 # ---- what only a process shows --------------------------------------------------------------------------------
 
-ATOM_BUILD = ("-c", "from cleanbuild.cli import main; main()")
+ATOM_BUILD = ("-c", "from cleanbuild.cli.main import main; main()")
 
 
 def invoke(*args: str, env: dict | None = None, entry: tuple[str, ...] = ATOM_BUILD,
@@ -227,7 +227,7 @@ def test_an_arch_name_becomes_an_arch_in_one_place():
             calls = arch_parse_calls(fn)
             if calls:
                 found[f"{path.relative_to(ROOT)}:{fn.name}"] = len(calls)
-    assert list(found) == ["cleanbuild/settings.py:parse_arch"]
+    assert list(found) == ["cleanbuild/cli/settings.py:parse_arch"]
 
 
 def test_one_plan_command_parses_each_arch_name_once(capsys, monkeypatch):

@@ -1,6 +1,6 @@
 """The CLI contract (issue 21): for every task and flag README documents, the exit code and the one line.
 
-In-process through atom-build's Program (cleanbuild.program.AtomBuild) or the module's main; a subprocess only
+In-process through atom-build's Program (cleanbuild.cli.program.AtomBuild) or the module's main; a subprocess only
 for what a process proves (the console script's entry point, /dev/full as fd 1, SIGINT). Every bad-input case must be decided before the engine: the engine client is replaced by one that fails.
 Trees that must not change are hashed before and after. README's codes: 0 ok, 1 a result is wrong, 2 bad input,
 3 the host cannot, 130 interrupted.
@@ -20,10 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild import commands, engine
-from cleanbuild import validate_cli as validate_cli
-from cleanbuild.program import AtomBuild
-from cleanbuild.tasks import ns
+from cleanbuild.cli import validate as validate_cli
+from cleanbuild.cli.collection import ns
+from cleanbuild.cli.program import AtomBuild
+from cleanbuild.commands import build
+from cleanbuild.core import engine
 from cleanbuild.upstream import lock, pins
 from patches import cli as patches_cli
 from tests.support.upstream import AITER_HEAD, AITER_PR_HEAD
@@ -186,7 +187,7 @@ def test_an_invalid_version_in_set_is_one_line(capsys, profile_dir, upstream_set
 
 
 def validate(capsys, *argv: str) -> tuple[int, str]:
-    """`nox -s validate -- ARGV`: cleanbuild.validate_cli, the atom-build validate task."""
+    """`nox -s validate -- ARGV`: cleanbuild.cli.validate, the atom-build validate task."""
     with pytest.raises(SystemExit) as info:
         validate_cli.main(list(argv))
     return info.value.code, capsys.readouterr().err
@@ -214,12 +215,12 @@ def test_validate_cli_has_no_user_alias_for_user_id(capsys):
 
 
 def test_a_command_nobody_expected_to_fail_is_one_line_exit_3(capsys, monkeypatch):
-    from cleanbuild import run
+    from cleanbuild.core import run
 
     def failing(*_args, **_kwargs):
         raise run.CommandFailed(run.Result(("git", "init"), 128, "", "fatal: cannot mkdir: Read-only file system"))
 
-    monkeypatch.setattr(commands, "arch_info", failing)
+    monkeypatch.setattr(build, "arch_info", failing)
     code, lines = outcome(capsys, "arch", "--arch", "gfx942")
     assert (code, lines) == (3, ["error: running git init exited 128: fatal: cannot mkdir: Read-only file system "
                                  "failed. To fix, read the command's own message above (--debug shows where it was "
@@ -373,7 +374,7 @@ def test_invoke_patch_tells_a_write_failure_from_drift(capsys, tmp_path, read_on
 # ---- what only a process shows: the real entry point, a full device, SIGINT ---------------------------------------
 
 def invoke(*args: str, env: dict | None = None, stdout=subprocess.PIPE) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", "from cleanbuild.cli import main; main()", *args], cwd=ROOT, stdout=stdout, stderr=subprocess.PIPE,  # noqa: S603
+    return subprocess.run([sys.executable, "-c", "from cleanbuild.cli.main import main; main()", *args], cwd=ROOT, stdout=stdout, stderr=subprocess.PIPE,  # noqa: S603
                           text=True, timeout=120, env={**os.environ, **(env or {})}, check=False)
 
 
@@ -412,7 +413,7 @@ def test_patches_to_a_full_device_is_one_line_exit_3():
 SIGINT_CHILD = """
 import os, sys, time
 from pathlib import Path
-from cleanbuild.program import AtomBuild
+from cleanbuild.cli.program import AtomBuild
 from cleanbuild.upstream import lock
 lock.compile_lock = lambda inp, **_: ("# new runtime lock\\n", "# new build lock\\n")
 marker, phase = Path(sys.argv[1]), sys.argv[2]
@@ -513,7 +514,7 @@ def test_nox_validate_passes_the_command_exit_code_through(code):
     import noxfile
 
     with pytest.raises(SystemExit) as info:
-        noxfile._run_keeping_code(FailingSession(code), "python", "-m", "cleanbuild.validate_cli")
+        noxfile._run_keeping_code(FailingSession(code), "python", "-m", "cleanbuild.cli.validate")
     assert info.value.code == code
 
 
@@ -523,7 +524,7 @@ def test_nox_validate_leaves_a_wrong_result_to_nox_as_exit_1():
     import noxfile
 
     with pytest.raises(nox.command.CommandFailed):
-        noxfile._run_keeping_code(FailingSession(1), "python", "-m", "cleanbuild.validate_cli")
+        noxfile._run_keeping_code(FailingSession(1), "python", "-m", "cleanbuild.cli.validate")
 
 
 # ---- issue 32: every input checked before the first effect ------------------------------------------------------

@@ -1,16 +1,16 @@
-"""README's tasks and options tables are the generator's output (python -m cleanbuild.clidoc --write)."""
+"""README's tasks and options tables are the generator's output (python -m cleanbuild.cli.clidoc --write)."""
 
 from __future__ import annotations
 
-from cleanbuild import clidoc
+from cleanbuild.cli import clidoc
 
 
 def test_readme_blocks_are_the_generated_tables():
     found = clidoc.blocks(clidoc.README.read_text(encoding="utf-8"))
     missing = [block for block, text in found.items() if text is None]
     assert not missing, (f"README.md has no <!-- {missing[0]}:begin --> ... <!-- {missing[0]}:end --> markers. "
-                         "Add them, then run `python -m cleanbuild.clidoc --write`.")
-    assert found == clidoc.render(), "README's tables are stale: run `python -m cleanbuild.clidoc --write`."
+                         "Add them, then run `python -m cleanbuild.cli.clidoc --write`.")
+    assert found == clidoc.render(), "README's tables are stale: run `python -m cleanbuild.cli.clidoc --write`."
 
 
 def test_write_replaces_only_the_blocks(tmp_path):

@@ -1,4 +1,4 @@
-"""The host runs from its clone (cleanbuild.clone): an editable install works from any folder, and a copy installed
+"""The host runs from its clone (cleanbuild.core.clone): an editable install works from any folder, and a copy installed
 without the clone (`pip install .`) says so in one line naming the install that works, leaving no generic top-level
 package (validation, patches) in site-packages. The installs are real: a fresh venv, pip, the console script."""
 
@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild import cli, clone
+from cleanbuild.cli import main
+from cleanbuild.core import clone
 
 ROOT = Path(__file__).resolve().parents[2]
 # What `git clone` gives that an install reads: the project, the packages the host imports, the Dockerfiles.
@@ -27,7 +28,7 @@ def test_this_checkout_is_a_clone():
 def test_a_package_without_its_clone_says_which_install_works(capsys, monkeypatch, tmp_path):
     monkeypatch.setattr(clone, "REPO_ROOT", tmp_path / "site-packages")
     with pytest.raises(SystemExit) as info:
-        cli.main(["atom-build", "plan", "--profile", "offline", "--arch", "gfx942"])
+        main.main(["atom-build", "plan", "--profile", "offline", "--arch", "gfx942"])
     lines = capsys.readouterr().err.splitlines()
     assert (info.value.code, len(lines)) == (3, 1), lines
     assert lines[0].startswith("error: atom-build failed because it runs from a clone of its repository")

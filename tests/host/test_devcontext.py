@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild.checkout import resolve
-from cleanbuild.errors import StepFailed
+from cleanbuild.core.errors import StepFailed
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.images import devcontext
 from cleanbuild.images import plan as P
+from cleanbuild.request.checkout import resolve
 from cleanbuild.upstream import profiles
 from tests.support.gitrepos import commit_all, git
 from tests.support.requests import build_of

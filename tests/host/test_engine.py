@@ -1,4 +1,4 @@
-"""cleanbuild.engine without an engine: the error boundary (every SDK or transport error -> one line and a fixed
+"""cleanbuild.core.engine without an engine: the error boundary (every SDK or transport error -> one line and a fixed
 exit code), containers removed in `finally`, and run specs handed to the SDK as they are (a ':' in a host path)."""
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ import pytest
 import requests
 
 import docker
-from cleanbuild import audit, engine, metadata
-from cleanbuild.errors import EnvironmentProblem, StepFailed, UsageError
+from cleanbuild.commands import audit_image
+from cleanbuild.core import engine, metadata
+from cleanbuild.core.errors import EnvironmentProblem, StepFailed, UsageError
+from cleanbuild.core.spec import RunSpec
 from cleanbuild.images import reproduce
-from cleanbuild.spec import RunSpec
 
 
 @engine._boundary
@@ -314,7 +315,7 @@ def test_a_sealed_run_of_a_missing_executable_is_missing_executable_and_removed(
 
 def test_audit_tries_the_next_python_name_when_one_is_missing(capsys):
     error = docker.errors.APIError('exec: "python": executable file not found in $PATH')
-    assert audit.run_sealed(FakeClient(FakeContainer([], start_error=error)), "img", SEALED) is None
+    assert audit_image.run_sealed(FakeClient(FakeContainer([], start_error=error)), "img", SEALED) is None
 
 
 def test_venv_records_come_from_the_last_line_the_image_prints(capsys):

@@ -2,7 +2,7 @@
 tag, keeps the candidate as <run-id>-failed, writes a failed report and removes the run's containers; a second
 Ctrl-C cannot stop cleanup half-way.
 
-build-clean's steps from the wheels build to the report run for real, through cleanbuild.engine, over the fake
+build-clean's steps from the wheels build to the report run for real, through cleanbuild.core.engine, over the fake
 (tests/support/fake_engine.py). Only the outermost boundaries are replaced: the build (buildx) and what each
 container does inside (its program). Faults land at exact engine calls: a refusal, or a real SIGINT once the engine
 has done a call. preflight and prepare are left out: they ask the host (disk, mmdebstrap), not the engine.
@@ -15,8 +15,8 @@ import json
 import pytest
 
 import docker
-from cleanbuild import metadata
-from cleanbuild.errors import Interrupted, StepFailed
+from cleanbuild.core import metadata
+from cleanbuild.core.errors import Interrupted, StepFailed
 from cleanbuild.images import buildx, pipeline, report
 from cleanbuild.images.record import BuildRecord
 from tests.support.builds import VARIANTS, offline_plan

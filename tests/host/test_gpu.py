@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild.errors import EnvironmentProblem, UsageError
+from cleanbuild.core.errors import EnvironmentProblem, UsageError
 from cleanbuild.gpuhost import gpu as G
 from cleanbuild.gpuhost.arch import Arch
 

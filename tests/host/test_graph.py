@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from cleanbuild import run
+from cleanbuild.core import run
 from cleanbuild.images import graph
 from tests.support.builds import VARIANTS, offline_plan
 

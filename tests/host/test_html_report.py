@@ -1,4 +1,4 @@
-"""report.html (cleanbuild.htmlpage) without an engine: written beside report.json from the same dict, every string
+"""report.html (cleanbuild.images.htmlpage) without an engine: written beside report.json from the same dict, every string
 escaped, and the page holds the run's steps, units, layers and validation rows.
 
 The record is made the way production makes it: the wheels manifest by collect_wheels (the producer's fixture),
@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild import audit, commands, engine, htmlpage
-from cleanbuild.errors import EnvironmentProblem
-from cleanbuild.images import report
+from cleanbuild.commands import audit_image, build
+from cleanbuild.core import engine
+from cleanbuild.core.errors import EnvironmentProblem
+from cleanbuild.images import htmlpage, report
 from cleanbuild.images.record import (
     BuildRecord,
     ImageSummary,
@@ -216,11 +217,11 @@ def test_labels_logs_and_names_holding_markup_are_escaped(reports, stage):  # no
 
 
 def test_the_audit_page_escapes_findings_and_env(tmp_path):
-    result = audit.AuditResult(image=EVIL, image_id="sha256:x", arch=None, image_arch="gfx942", arch_source="label",
-                               findings=(audit._finding("labels", EVIL, "PRESENT", [EVIL], EVIL),), versions={EVIL: EVIL},
+    result = audit_image.AuditResult(image=EVIL, image_id="sha256:x", arch=None, image_arch="gfx942", arch_source="label",
+                               findings=(audit_image._finding("labels", EVIL, "PRESENT", [EVIL], EVIL),), versions={EVIL: EVIL},
                                size_bytes=2**30, largest_layers=({"size": 5 * MIB, "created_by": EVIL},), labels={EVIL: EVIL},
                                packages={}, seconds=1.0, env={"X": EVIL})
-    audit.write_report(result, tmp_path / "audit", tmp_path / "none.csv")
+    audit_image.write_report(result, tmp_path / "audit", tmp_path / "none.csv")
     html = Page((tmp_path / "audit" / "report.html").read_text())
     no_active_content(html)
     assert f"labels {EVIL} PRESENT {EVIL}" in html.all_text() and "5.0 MiB" in html.all_text()
@@ -236,16 +237,16 @@ def test_the_page_of_a_run_that_failed_before_any_image_renders():
 
 def test_report_html_prints_the_page_path_and_the_markdown_stays_the_default(page, capsys):
     folder, _ = page
-    commands.print_report("r1")
+    build.print_report("r1")
     assert capsys.readouterr().out.startswith("# Build report: r1\n")
-    commands.print_report("r1", html=True)
+    build.print_report("r1", html=True)
     assert capsys.readouterr().out == f"{(folder / 'report.html').resolve()}\n"
 
 
 def test_a_report_written_before_report_html_gets_its_page_from_report_json(page, capsys):
     folder, _ = page
     (folder / "report.html").unlink()
-    commands.print_report("r1", html=True)
+    build.print_report("r1", html=True)
     assert "aiter: built, 312.5 s" in Page((folder / "report.html").read_text()).all_text()
 
 
@@ -255,11 +256,11 @@ def test_open_hands_the_page_to_the_desktop_browser(page, monkeypatch, capsys, b
     monkeypatch.setenv("BROWSER", browser)
     monkeypatch.setattr(webbrowser, "_tryorder", None)  # read $BROWSER again
     if opened:
-        commands.print_report("r1", open_page=True)
+        build.print_report("r1", open_page=True)
         assert capsys.readouterr().out == f"{(page[0] / 'report.html').resolve()}\n"
         return
     with pytest.raises(EnvironmentProblem, match="no web browser could open"):
-        commands.print_report("r1", open_page=True)
+        build.print_report("r1", open_page=True)
 
 
 def test_units_built_at_once_start_together_on_the_timeline_and_a_report_without_starts_lays_them_end_to_end():

@@ -16,7 +16,7 @@ import tarfile
 
 import pytest
 
-from cleanbuild.errors import BuildFailed
+from cleanbuild.core.errors import BuildFailed
 from cleanbuild.images import attest, imagestore
 
 NAME = "127.0.0.1:5000/atom-gfx950-ckfree:candidate"

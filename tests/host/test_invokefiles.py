@@ -1,4 +1,4 @@
-"""Every config file invoke reads is checked before invoke reads it (cleanbuild.invokefiles): one line naming the file,
+"""Every config file invoke reads is checked before invoke reads it (cleanbuild.cli.invokefiles): one line naming the file,
 exit 2, no traceback. atom-build in-process through cli.main; plain `invoke` in a process (what only its real
 Program shows), where tasks.py checks what invoke reads after importing it."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild import cli, invokefiles
+from cleanbuild.cli import invokefiles, main
 
 ROOT = Path(__file__).resolve().parents[2]
 BAD = {  # file name -> (content, what the one line says about it)
@@ -37,7 +37,7 @@ def home(tmp_path, monkeypatch) -> Path:
 def atom_build(capsys, *argv: str) -> tuple[int, list[str]]:
     """(exit code, stderr lines) of `atom-build ARGV`, which must fail."""
     with pytest.raises(SystemExit) as info:
-        cli.main(["atom-build", *argv])
+        main.main(["atom-build", *argv])
     return info.value.code, capsys.readouterr().err.splitlines()
 
 

@@ -1,7 +1,7 @@
 """The host package's layers, read from its source (ast), transitively: the foundation (the top-level modules
 under the sub-packages) reaches no build or upstream module, upstream never reaches the build, the Docker boundary
 (engine, images.buildx) does not depend on the planner, and the report does not call the engine. Function-level
-imports count too. Modules are named by their dotted path under cleanbuild: "engine", "images.plan"."""
+imports count too. Modules are named by their dotted path under cleanbuild: "core.engine", "images.plan"."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "cleanbuild"
-FOUNDATION = ("spec", "errors", "refs", "run", "engine", "metadata", "versions", "checkout", "atomic", "interrupts",
-              "console", "boundary", "clone")
+FOUNDATION = tuple(f"core.{p.stem}" for p in sorted((PACKAGE / "core").glob("*.py")) if p.stem != "__init__")
 
 
 def source(module: str) -> Path:
@@ -50,8 +49,8 @@ def reached(module: str) -> set[str]:
 
 
 @pytest.mark.parametrize(("module", "below"), [
-    ("engine", "images.plan"), ("images.buildx", "images.plan"), ("images.report", "engine"), ("spec", "images.plan"),
-    ("images.record", "engine"),
+    ("core.engine", "images.plan"), ("images.buildx", "images.plan"), ("images.report", "core.engine"), ("core.spec", "images.plan"),
+    ("images.record", "core.engine"),
 ])
 def test_a_lower_layer_never_reaches_a_higher_one(module, below):
     assert below not in reached(module)
@@ -70,14 +69,14 @@ def test_upstream_and_the_gpu_host_never_reach_the_build(package):
 
 
 def test_the_walk_sees_relative_and_function_level_imports():
-    assert {"images.plan", "engine", "images.report"} <= reached("images.steps")
-    assert "gpuhost.gpu" in direct_imports("audit")  # imported inside a function
-    assert "upstream.pins" in direct_imports("commands")  # `from .upstream import pins as pinning`, in a function
-    assert "errors" in direct_imports("images.plan")  # `from ..errors import UsageError`
+    assert {"images.plan", "core.engine", "images.report"} <= reached("images.steps")
+    assert "gpuhost.gpu" in direct_imports("commands.audit_image")  # imported inside a function
+    assert "upstream.pins" in direct_imports("commands.build")  # `from .upstream import pins as pinning`, in a function
+    assert "core.errors" in direct_imports("images.plan")  # `from ..errors import UsageError`
 
 
 def test_the_shared_types_live_in_the_foundation():
-    assert "spec" in direct_imports("engine") and "spec" in direct_imports("images.buildx")
+    assert "core.spec" in direct_imports("core.engine") and "core.spec" in direct_imports("images.buildx")
 
 
 def container_calls(module: str) -> list[int]:
@@ -91,6 +90,6 @@ def container_calls(module: str) -> list[int]:
 def test_only_the_engine_creates_containers():
     modules = [".".join(p.relative_to(PACKAGE).with_suffix("").parts) for p in PACKAGE.rglob("*.py")]
     assert "images.steps" in modules  # the walk goes into the sub-packages
-    others = {m: container_calls(m) for m in modules if m != "engine"}
+    others = {m: container_calls(m) for m in modules if m != "core.engine"}
     assert {m: lines for m, lines in others.items() if lines} == {}
-    assert container_calls("engine")  # the walk does see them where they are
+    assert container_calls("core.engine")  # the walk does see them where they are

@@ -11,8 +11,8 @@ import shutil
 import pytest
 from invoke import Program
 
-from cleanbuild import run
-from cleanbuild.errors import UsageError
+from cleanbuild.core import run
+from cleanbuild.core.errors import UsageError
 from cleanbuild.upstream import lock, profiles
 from cleanbuild.upstream.gitrepo import Repo
 from tests.support.upstream import AITER_HEAD, AITER_PIN, ATOM_HEAD, ATOM_PIN
@@ -168,7 +168,7 @@ def test_check_passes_on_the_committed_lock(upstream_sets, capsys, monkeypatch):
 def test_regenerated_lock_is_byte_identical(profile_dir, upstream_sets, name):
     """The closure resolves against PyPI as the wheels stage downloads it (binary only for the base's Python and
     platform, zmq from its sdist), ROCm-only packages aside, and gives exactly the committed lock."""
-    if shutil.which("uv") is None and run._beside_python("uv") is None:  # found as cleanbuild.run finds it
+    if shutil.which("uv") is None and run._beside_python("uv") is None:  # found as cleanbuild.core.run finds it
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail("CI=true and uv (the lock resolver) is not installed", pytrace=False)
         pytest.skip("uv is not installed")

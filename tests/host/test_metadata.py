@@ -1,4 +1,4 @@
-"""cleanbuild.metadata: the strict versions.json reader, fed what docker/scripts/write_versions.py writes."""
+"""cleanbuild.core.metadata: the strict versions.json reader, fed what docker/scripts/write_versions.py writes."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from cleanbuild import metadata
-from cleanbuild.errors import UsageError
-from cleanbuild.metadata import read_versions
+from cleanbuild.core import metadata
+from cleanbuild.core.errors import UsageError
+from cleanbuild.core.metadata import read_versions
 from tests.support.scripts import load_script
 from tests.support.upstream import AITER_PIN, ATOM_PIN
 

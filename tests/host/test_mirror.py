@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild import engine, metadata, settings
-from cleanbuild.errors import EnvironmentProblem, UsageError
+from cleanbuild.cli import settings
+from cleanbuild.cli.program import AtomBuild
+from cleanbuild.core import engine, metadata
+from cleanbuild.core.errors import EnvironmentProblem, UsageError
+from cleanbuild.core.spec import DOCKER_DIR
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.images import plan as P
 from cleanbuild.images.record import BuildRecord, clean_labels
-from cleanbuild.program import AtomBuild
-from cleanbuild.spec import DOCKER_DIR
 from cleanbuild.upstream import lock, mirror, profiles
 from tests.support.requests import build_of
 from tests.support.upstream import AITER_PIN, ATOM_PIN

@@ -10,9 +10,9 @@ import subprocess
 import pytest
 from invoke import Program
 
-from cleanbuild.errors import EnvironmentProblem, UsageError
-from cleanbuild.run import run
-from cleanbuild.spec import REPO_ROOT, patches_argv
+from cleanbuild.core.errors import EnvironmentProblem, UsageError
+from cleanbuild.core.run import run
+from cleanbuild.core.spec import REPO_ROOT, patches_argv
 from cleanbuild.upstream import pins, profiles
 from cleanbuild.upstream.gitrepo import Repo
 from tests.support.upstream import (

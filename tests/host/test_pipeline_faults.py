@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild import engine, interrupts
-from cleanbuild.errors import StepFailed
+from cleanbuild.core import engine, interrupts
+from cleanbuild.core.errors import StepFailed
+from cleanbuild.core.metadata import RUN_LABEL
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.images import buildx, pipeline, report
 from cleanbuild.images.plan import make_plan
 from cleanbuild.images.record import StepFailedWith
-from cleanbuild.metadata import RUN_LABEL
 from cleanbuild.upstream import profiles
 from tests.support.fake_engine import FakeEngine, ctrl_c
 from tests.support.requests import build_of

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild import metadata
-from cleanbuild.errors import UsageError
+from cleanbuild.core import metadata
+from cleanbuild.core.errors import UsageError
+from cleanbuild.core.spec import DOCKER_DIR
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.images import buildx, dockerfile, steps
 from cleanbuild.images import plan as P
 from cleanbuild.images.buildx_argv import cache_flags
 from cleanbuild.images.record import BuildRecord
-from cleanbuild.spec import DOCKER_DIR
 from cleanbuild.upstream import profiles
 from tests.support.requests import build_of
 from tests.support.upstream import AITER_HEAD

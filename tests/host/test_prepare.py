@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild.errors import StepFailed
+from cleanbuild.core.errors import StepFailed
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.images import plan as P
 from cleanbuild.images import prepare

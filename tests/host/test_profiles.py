@@ -7,7 +7,7 @@ import tomllib
 
 import pytest
 
-from cleanbuild.errors import UsageError
+from cleanbuild.core.errors import UsageError
 from cleanbuild.upstream import profiles
 from cleanbuild.upstream.profiles import PROFILE_DIR
 from tests.support.upstream import AITER_PIN, ATOM_HEAD, ATOM_PIN

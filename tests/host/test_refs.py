@@ -1,11 +1,11 @@
-"""cleanbuild.refs: the one check for what reaches git or names an image; patches/upstream.py's stdlib copy agrees."""
+"""cleanbuild.core.refs: the one check for what reaches git or names an image; patches/upstream.py's stdlib copy agrees."""
 
 from __future__ import annotations
 
 import pytest
 
-from cleanbuild import refs
-from cleanbuild.errors import UsageError
+from cleanbuild.core import refs
+from cleanbuild.core.errors import UsageError
 from patches import upstream
 
 GOOD_REFS = ["79366eb81451e20bc206f63ab56cae8c63c927ed", "main", "HEAD", "v0.1.19.post1", "refs/pull/4465/head",

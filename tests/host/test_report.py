@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from cleanbuild import metadata
+from cleanbuild.core import metadata
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.images import plan as P
 from cleanbuild.images import report, steps

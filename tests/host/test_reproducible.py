@@ -1,5 +1,5 @@
 """The reproducible build path without an engine: which engines take it, the flags it adds, and how two layers'
-files are compared (cleanbuild.engine, buildx, reproduce; the image store it exports into: test_imagestore.py)."""
+files are compared (cleanbuild.core.engine, buildx, reproduce; the image store it exports into: test_imagestore.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from cleanbuild.engine import reproducible_builds
+from cleanbuild.core.engine import reproducible_builds
 from cleanbuild.images import buildx_argv, reproduce
 
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from cleanbuild import commands, engine
+from cleanbuild.commands import build
+from cleanbuild.core import engine
+from cleanbuild.core.spec import DOCKER_DIR
 from cleanbuild.images import buildx, dockerfile, steps
 from cleanbuild.images.record import BuildRecord
-from cleanbuild.spec import DOCKER_DIR
 from tests.support.builds import VARIANTS, offline_plan
 from tests.support.fake_engine import Builds, FakeEngine, keyed
 
@@ -88,7 +89,7 @@ def test_the_plan_preview_says_what_a_build_would_rebuild(plan, fake, monkeypatc
     atom = plan.unit("atom-layer")
     fake.add_image(("base", "venv", "atom-again"), keyed(atom), atom.image)
     monkeypatch.setattr(engine, "client", lambda: fake)
-    states = dict(zip((u.name for u in plan.units), commands.unit_states(plan), strict=True))
+    states = dict(zip((u.name for u in plan.units), build.unit_states(plan), strict=True))
     assert [states[n]["state"] for n in ("venv", "atom-layer", "clean", "candidate")] == [
         "reused", "reused", "build", "build"]
     assert states["candidate"]["why"] == "the image it starts FROM (clean) is built first"
@@ -96,7 +97,7 @@ def test_the_plan_preview_says_what_a_build_would_rebuild(plan, fake, monkeypatc
 
 def test_a_rebuild_below_means_a_rebuild_above_in_the_preview(plan, fake, monkeypatch):
     monkeypatch.setattr(engine, "client", lambda: fake)
-    states = dict(zip((u.name for u in plan.units), commands.unit_states(plan), strict=True))
+    states = dict(zip((u.name for u in plan.units), build.unit_states(plan), strict=True))
     assert states["venv"]["state"] == "reused"  # only the venv is here: every layer above it is to build
     assert [states[n]["state"] for n in ("atom-layer", "clean", "candidate")] == ["build"] * 3
     assert states["clean"]["why"] == "the image it starts FROM (atom-layer) is built first"

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from cleanbuild import commands, engine
+from cleanbuild.commands import build
+from cleanbuild.core import engine
 from cleanbuild.images import buildx, steps
 from cleanbuild.images.plan import make_plan
 from cleanbuild.images.record import BuildRecord
@@ -130,7 +131,7 @@ def remote(plan):
 def test_every_unit_ends_where_the_preview_said(remote, monkeypatch):
     plan, fake = remote
     monkeypatch.setattr(engine, "client", lambda: fake)
-    states = dict(zip((u.name for u in plan.units), commands.unit_states(plan), strict=True))
+    states = dict(zip((u.name for u in plan.units), build.unit_states(plan), strict=True))
     assert [states[n]["state"] for n in CHAIN] == ["reused", "pull", "build", "build"]
     assert states["clean"]["why"] == "the image it starts FROM (atom-layer) is pulled first"
 

@@ -1,4 +1,4 @@
-"""cleanbuild.run, the one subprocess entry point: bytes that are not UTF-8, timeouts that kill the whole process
+"""cleanbuild.core.run, the one subprocess entry point: bytes that are not UTF-8, timeouts that kill the whole process
 group, and failures that say which command failed and why."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild.errors import EnvironmentProblem
-from cleanbuild.run import CommandFailed, quote, require, run, run_logged
+from cleanbuild.core.errors import EnvironmentProblem
+from cleanbuild.core.run import CommandFailed, quote, require, run, run_logged
 
 PY = sys.executable
 
@@ -95,10 +95,10 @@ def test_a_missing_binary_says_what_to_install():
 
 
 def test_a_missing_known_binary_names_its_package(monkeypatch):
-    import cleanbuild.run
+    import cleanbuild.core.run
 
     monkeypatch.setenv("PATH", "/nonexistent")
-    monkeypatch.setattr(cleanbuild.run, "_beside_python", lambda name: None)  # uv installed nowhere
+    monkeypatch.setattr(cleanbuild.core.run, "_beside_python", lambda name: None)  # uv installed nowhere
     with pytest.raises(EnvironmentProblem, match="'uv' was not found on PATH. To fix, pip install uv"):
         run(["uv", "--version"], echo=False)
 

@@ -1,4 +1,4 @@
-"""cleanbuild.settings with cleanbuild.options: the invoke.yaml `cleanbuild:` section, the precedence rule, and flags
+"""cleanbuild.cli.settings with cleanbuild.cli.options: the invoke.yaml `cleanbuild:` section, the precedence rule, and flags
 + config -> Request."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ import re
 
 import pytest
 
-from cleanbuild import options, settings
-from cleanbuild.errors import UsageError
+from cleanbuild.cli import options, settings
+from cleanbuild.cli.options import BY_NAME, Given
+from cleanbuild.cli.settings import resolve, site_config
+from cleanbuild.core.errors import UsageError
 from cleanbuild.gpuhost.arch import Arch
-from cleanbuild.options import BY_NAME, Given
-from cleanbuild.settings import resolve, site_config
 
 A40, B40, C40 = "a" * 40, "b" * 40, "c" * 40
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from cleanbuild import engine, metadata
-from cleanbuild.errors import UsageError
+from cleanbuild.cli.settings import resolve
+from cleanbuild.core import engine, metadata
+from cleanbuild.core.errors import UsageError
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.images import verify
-from cleanbuild.settings import resolve
 
 LABELS = {  # what the clean step writes and the candidate inherits (record.clean_labels, unit_labels, Dockerfile.clean)
     engine.UNIT_LABEL: "candidate", engine.KEY_LABEL: "0" * 64,

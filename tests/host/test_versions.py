@@ -1,6 +1,6 @@
 import pytest
 
-from cleanbuild.versions import normalise, rocm_minor, rocm_version
+from cleanbuild.core.versions import normalise, rocm_minor, rocm_version
 
 
 @pytest.mark.parametrize(("text", "want"), [("7.2.0", "7.2"), ("7.2", "7.2"), ("7.2.0.70200-43~24.04", "7.2"),

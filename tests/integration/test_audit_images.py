@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from cleanbuild import audit
+from cleanbuild.commands import audit_image
 from cleanbuild.gpuhost.arch import Arch
 from tests.support.builds import REPO
 
@@ -23,7 +23,7 @@ def statuses(result) -> dict[str, str]:
 
 def test_the_clean_image_before_the_patch_layer_has_the_pitfalls(docker_engine, offline_builds, tmp_path):
     built = offline_builds["gfx950-ckfree"]
-    result = audit.audit(built.clean, arch=Arch.GFX950, model="llama3-8b", tp=(1,), report_dir=tmp_path, device=False,
+    result = audit_image.audit(built.clean, arch=Arch.GFX950, model="llama3-8b", tp=(1,), report_dir=tmp_path, device=False,
                          cli=docker_engine)
     found = statuses(result)
     assert result.exit_code == 1
@@ -38,7 +38,7 @@ def test_the_clean_image_before_the_patch_layer_has_the_pitfalls(docker_engine, 
 
 def test_the_patched_candidate_passes_the_audit(docker_engine, offline_builds):
     built = offline_builds["gfx950-ckfree"]
-    result = audit.audit(built.candidate, arch=Arch.GFX950, model=None, tp=(1,), report_dir=None, device=False,
+    result = audit_image.audit(built.candidate, arch=Arch.GFX950, model=None, tp=(1,), report_dir=None, device=False,
                          cli=docker_engine)
     assert [f["id"] for f in result.present] == []
     assert result.exit_code == 0
@@ -49,7 +49,7 @@ def test_the_offline_ck_image_is_told_to_lack_ck(docker_engine, offline_builds):
     """Offline, aiter is built Triton-only (no ROCm, no CK submodule): the gfx942 CK image says CK but has no CK
     kernel. The audit names exactly that, and nothing else."""
     built = offline_builds["gfx942-ck"]
-    result = audit.audit(built.candidate, arch=Arch.GFX942, model=None, tp=(1,), report_dir=None, device=False,
+    result = audit_image.audit(built.candidate, arch=Arch.GFX942, model=None, tp=(1,), report_dir=None, device=False,
                          cli=docker_engine)
     assert [f["id"] for f in result.present] == ["ck-free"]
     assert "aiter has no CK kernels or sources" in result.present[0]["evidence"][0]
@@ -66,6 +66,6 @@ def test_the_cli_exits_1_and_prints_one_table(offline_builds):
 
 def test_an_image_of_another_arch_is_named(docker_engine, offline_builds):
     built = offline_builds["gfx950-ckfree"]
-    result = audit.audit(built.candidate, arch=Arch.GFX942, model=None, tp=(1,), report_dir=None, device=False,
+    result = audit_image.audit(built.candidate, arch=Arch.GFX942, model=None, tp=(1,), report_dir=None, device=False,
                          cli=docker_engine)
     assert "gpu-archs" in [f["id"] for f in result.present]

@@ -18,7 +18,7 @@ import pytest
 from cleanbuild.bisect import checks as checking
 from cleanbuild.bisect import imagestep
 from cleanbuild.bisect.command import bisect_command
-from cleanbuild.settings import resolve
+from cleanbuild.cli.settings import resolve
 from tests.support.aiter_commits import mirror_with_commits
 from tests.support.builds import forget, only_in
 from tests.support.upstream import AITER_PIN

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild import audit, engine, metadata
-from cleanbuild.errors import Interrupted
+from cleanbuild.commands import audit_image
+from cleanbuild.core import engine, metadata
+from cleanbuild.core.errors import Interrupted
 from cleanbuild.images import pipeline, sbom, steps
 from tests.support.builds import REPO, offline_plan
 from tests.support.tiny_model import make_tiny_model
@@ -96,7 +97,7 @@ def test_build_clean_tags_and_reports(docker_engine, offline_builds, model, arch
     assert (commits["amd-aiter"], commits["atom"]) == (AITER_REF, ATOM_REF)
     reproducible = engine.preflight(docker_engine, 1.0).reproducible
     assert report["attestations"] == ([sbom.SBOM, sbom.PROVENANCE] if reproducible else [])
-    finding = audit.supply_chain_finding(report["image_id"], REPO / "reports")
+    finding = audit_image.supply_chain_finding(report["image_id"], REPO / "reports")
     assert finding["status"] == "ok" and finding["evidence"][-1].startswith("attached to the image") == reproducible
     assert our_containers(docker_engine) == []
 
@@ -152,7 +153,7 @@ def test_single_step_tasks_on_a_clean_image(docker_engine, offline_builds, model
     assert shown.returncode == 0, shown.stderr
     assert "atom-build/atom-gfx950-ckfree:Dr.-Who_" in shown.stderr and "made tag-safe" in shown.stderr
     assert not tags(docker_engine, "atom-build/atom-gfx950-ckfree:Dr.-Who_")
-    validated = subprocess.run([sys.executable, "-m", "cleanbuild.validate_cli", "--image", target, "--device", "cpu",
+    validated = subprocess.run([sys.executable, "-m", "cleanbuild.cli.validate", "--image", target, "--device", "cpu",
                                 "--json-file", str(model.parent / "v.json"), "--", "--only", "arch-consistency"],
                                cwd=REPO, capture_output=True, text=True, timeout=600)
     assert validated.returncode == 0, validated.stderr[-2000:]

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from cleanbuild import engine
+from cleanbuild.core import engine
 from cleanbuild.images import pipeline
 from cleanbuild.images.plan import make_plan
 from tests.support.builds import (

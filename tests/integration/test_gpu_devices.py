@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild import engine
-from cleanbuild.errors import EnvironmentProblem
+from cleanbuild.core import engine
+from cleanbuild.core.errors import EnvironmentProblem
+from cleanbuild.core.spec import RunSpec
 from cleanbuild.gpuhost import gpu as G
-from cleanbuild.spec import RunSpec
 
 pytestmark = pytest.mark.docker
 

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild import htmlpage
-from cleanbuild.images import pipeline
+from cleanbuild.images import htmlpage, pipeline
 from tests.host.test_html_report import Page
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

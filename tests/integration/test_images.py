@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild import engine, metadata
-from cleanbuild.errors import BuildFailed
+from cleanbuild.core import engine, metadata
+from cleanbuild.core.errors import BuildFailed
 from cleanbuild.images.plan import build_spec
 from cleanbuild.upstream import profiles
 from tests.support.builds import build_with
@@ -244,7 +244,7 @@ def test_clean_refuses_a_tampered_hash(docker_engine, offline_builds, tmp_path, 
     (tmp_path / name).write_text(text.replace(line, line.split("--hash=sha256:")[0] + "--hash=sha256:" + "0" * 64))
     (tmp_path / "Dockerfile").write_text(f"FROM {built.wheels}\nCOPY {name} /wheels/common/{name}\n")
     tag = f"atom-build/wheels:tampered-{tampered}-test"
-    from cleanbuild.spec import BuildSpec
+    from cleanbuild.core.spec import BuildSpec
 
     build_with(BuildSpec("tamper", tmp_path / "Dockerfile", tmp_path, None, (), tag), built.plan.options)
     try:

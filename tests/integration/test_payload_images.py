@@ -9,9 +9,10 @@ import uuid
 
 import pytest
 
-from cleanbuild import audit, engine
+from cleanbuild.commands import audit_image
+from cleanbuild.core import engine
+from cleanbuild.core.metadata import PAYLOAD_LEFT_OUT_PATH, PAYLOAD_PATH
 from cleanbuild.gpuhost.arch import Arch
-from cleanbuild.metadata import PAYLOAD_LEFT_OUT_PATH, PAYLOAD_PATH
 from tests.support.gpucode import hip_fixture
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -69,7 +70,7 @@ def _payload(result) -> dict:
 
 
 def test_another_archs_code_in_aiters_tree_is_present(docker_engine, derived):
-    result = audit.audit(derived["foreign"], arch=Arch.GFX942, model=None, tp=(1,), report_dir=None, device=False,
+    result = audit_image.audit(derived["foreign"], arch=Arch.GFX942, model=None, tp=(1,), report_dir=None, device=False,
                          cli=docker_engine)
     f = _payload(result)
     assert (result.exit_code, f["status"]) == (1, "PRESENT")
@@ -77,7 +78,7 @@ def test_another_archs_code_in_aiters_tree_is_present(docker_engine, derived):
 
 
 def test_an_aiter_without_the_targets_kernels_is_present(docker_engine, derived):
-    result = audit.audit(derived["lacking"], arch=Arch.GFX942, model=None, tp=(1,), report_dir=None, device=False,
+    result = audit_image.audit(derived["lacking"], arch=Arch.GFX942, model=None, tp=(1,), report_dir=None, device=False,
                          cli=docker_engine)
     f = _payload(result)
     assert (result.exit_code, f["status"]) == (1, "PRESENT")
@@ -87,7 +88,7 @@ def test_an_aiter_without_the_targets_kernels_is_present(docker_engine, derived)
 
 @pytest.mark.parametrize(("variant", "arch"), [("gfx942-ck", Arch.GFX942), ("gfx950-ckfree", Arch.GFX950)])
 def test_the_release_candidates_payload_is_ok(docker_engine, offline_builds, variant, arch):
-    result = audit.audit(offline_builds[variant].candidate, arch=arch, model=None, tp=(1,), report_dir=None,
+    result = audit_image.audit(offline_builds[variant].candidate, arch=arch, model=None, tp=(1,), report_dir=None,
                          device=False, cli=docker_engine)
     f = _payload(result)
     assert f["status"] == "ok"

@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from cleanbuild import commands
+from cleanbuild.commands import build
 from cleanbuild.images import pipeline
 from tests.support.builds import VARIANTS, offline_plan
 
@@ -24,7 +24,7 @@ STEPS = ("preflight", "prepare", "wheels", "clean", "patch")
 
 def plan_then_build(cli, plan) -> tuple[dict[str, str], dict[str, str]]:
     """(unit -> the plan's state, unit -> how the build ended it) for one request."""
-    said = {u.name: s["state"] for u, s in zip(plan.units, commands.unit_states(plan), strict=True)}
+    said = {u.name: s["state"] for u, s in zip(plan.units, build.unit_states(plan), strict=True)}
     rec = pipeline.run(plan, cli, STEPS, failed_report=False)
     return said, {u.name: u.status for u in rec.units}
 

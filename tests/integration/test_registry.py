@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild import commands, engine
-from cleanbuild.errors import StepFailed
+from cleanbuild.cli.settings import resolve
+from cleanbuild.commands import build
+from cleanbuild.core import engine
+from cleanbuild.core.errors import StepFailed
 from cleanbuild.images import pipeline
 from cleanbuild.images.plan import make_plan
-from cleanbuild.settings import resolve
 from tests.support.builds import (
     ATOM_BUMP,
     REPO,
@@ -235,7 +236,7 @@ def test_a_registry_that_goes_away_mid_push_leaves_no_release(docker_engine, off
 
         monkeypatch.setattr(engine, "push", push_after_the_registry_died)
         with pytest.raises(StepFailed) as info:
-            commands.promote(f"{prefix}/candidate@{digest}", resolve({"arch": "gfx950", "profile": "offline", "model": str(model),
+            build.promote(f"{prefix}/candidate@{digest}", resolve({"arch": "gfx950", "profile": "offline", "model": str(model),
                                                                       "registry": prefix, "user": f"ci-gone-{RUN}"}, {}))
         assert str(info.value).startswith(f"push of {prefix}/atom-gfx950-ckfree:ci-gone-{RUN}_")
         assert "\n" not in str(info.value)

@@ -24,13 +24,13 @@ import uuid
 
 import pytest
 
-from cleanbuild import engine
-from cleanbuild.errors import StepFailed
+from cleanbuild.cli.settings import resolve
+from cleanbuild.core import engine
+from cleanbuild.core.errors import StepFailed
+from cleanbuild.core.refs import split_image
 from cleanbuild.images import attest, pipeline, reproduce, sbom, steps, verify
 from cleanbuild.images.plan import CLEAN_UNITS, Plan
 from cleanbuild.images.record import clean_labels
-from cleanbuild.refs import split_image
-from cleanbuild.settings import resolve
 from tests.integration.test_registry import registry, registry_blob, registry_digest  # noqa: F401 - the registry fixture
 from tests.support.builds import REPO, VARIANTS, forget
 

@@ -17,10 +17,10 @@ import pytest
 from invoke import Program
 
 import tasks
-from cleanbuild import engine
-from cleanbuild.checkout import resolve
+from cleanbuild.core import engine
 from cleanbuild.images import pipeline, srcplan
 from cleanbuild.images.plan import make_plan
+from cleanbuild.request.checkout import resolve
 from tests.support.builds import VARIANTS, forget, offline_plan
 from tests.support.upstream import AITER_PIN, upstream_dir
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from cleanbuild import engine
+from cleanbuild.cli.options import ca_bundle
+from cleanbuild.core import engine
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.images import pipeline, prepare
 from cleanbuild.images.plan import Plan, make_plan
 from cleanbuild.images.record import BuildRecord
-from cleanbuild.options import ca_bundle
-from cleanbuild.request import Build, Request
+from cleanbuild.request.build import Build, Request
 from cleanbuild.upstream import profiles
 from tests.support.requests import changed
 from tests.support.upstream import mirrored

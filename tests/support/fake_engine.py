@@ -1,11 +1,11 @@
-"""One fake Docker client for the host tier: the part of the docker SDK that cleanbuild.engine calls, over a small
+"""One fake Docker client for the host tier: the part of the docker SDK that cleanbuild.core.engine calls, over a small
 store of images (ID, labels, names, layers, files, created) and containers (name, labels, image, mounts, removed).
 
 It raises the SDK's own error types (docker.errors), so engine's boundary and every `suppress(NotFound)` act as on a
 real engine. Faults are placed at exact calls: `refuse` makes the engine answer an error instead of doing the work
 (a busy container that cannot be removed yet); `after` runs something once the engine has done the work but before
 the SDK returns it (Ctrl-C pressed between the engine creating a container and the caller holding it). `ctrl_c`
-sends the process a real SIGINT, so a block that holds Ctrl-C back (cleanbuild.interrupts) sees it as it would.
+sends the process a real SIGINT, so a block that holds Ctrl-C back (cleanbuild.core.interrupts) sees it as it would.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import docker
-from cleanbuild import engine
+from cleanbuild.core import engine
 
 Program = Callable[["Container"], tuple[int, str]]  # what a container does when started: (exit code, logs)
 
@@ -285,7 +285,7 @@ class Builds:
 
 
 def keyed(unit) -> dict[str, str]:
-    """The labels an image of a unit is found by (cleanbuild.engine.find_by_key)."""
+    """The labels an image of a unit is found by (cleanbuild.core.engine.find_by_key)."""
     return {engine.UNIT_LABEL: unit.name, engine.KEY_LABEL: unit.key}
 
 

@@ -1,11 +1,11 @@
-"""Builds for tests: a Request (cleanbuild.spec) with some fields set, for one arch, without flags or invoke.yaml."""
+"""Builds for tests: a Request (cleanbuild.core.spec) with some fields set, for one arch, without flags or invoke.yaml."""
 
 from __future__ import annotations
 
 from dataclasses import fields, replace
 
 from cleanbuild.gpuhost.arch import Arch
-from cleanbuild.request import Build, Request
+from cleanbuild.request.build import Build, Request
 from cleanbuild.upstream import profiles
 from cleanbuild.upstream.profiles import Profile
 

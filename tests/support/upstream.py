@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild.spec import REPO_ROOT
+from cleanbuild.core.spec import REPO_ROOT
 from cleanbuild.upstream import mirror
 from cleanbuild.upstream.imports import Tree
 from cleanbuild.upstream.profiles import Profile

@@ -18,19 +18,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from . import engine, htmlpage
-from .errors import EnvironmentProblem, StepFailed, UsageError
-from .gpuhost.arch import Arch
-from .images import attest, sbom
-from .outputs import output_folder
-from .settings import new_run_id
-from .spec import REPO_ROOT, RunSpec
+from cleanbuild.cli.settings import new_run_id
+from cleanbuild.core import engine
+from cleanbuild.core.errors import EnvironmentProblem, StepFailed, UsageError
+from cleanbuild.core.outputs import output_folder
+from cleanbuild.core.spec import REPO_ROOT, RunSpec
+from cleanbuild.gpuhost.arch import Arch
+from cleanbuild.images import attest, htmlpage, sbom
 
 if TYPE_CHECKING:
     from docker.client import DockerClient
     from rich.table import Table
 
-    from .gpuhost.gpu import RunOptions
+    from cleanbuild.gpuhost.gpu import RunOptions
 
 PROBE_ROOT = "/opt/atom-audit"
 MODEL_MOUNT = "/opt/atom-audit-model"
@@ -128,7 +128,7 @@ def audit(image: str, *, arch: Arch | None, model: str | None, tp: tuple[int | s
 
 def check_inputs(arch: Arch | None, model: str | None, tp: tuple[int | str, ...]) -> Inputs:
     """UsageError (exit 2) for anything wrong with the flags, before the engine is touched (--arch is parsed by
-    the task, cleanbuild.settings.parse_arch)."""
+    the task, cleanbuild.cli.settings.parse_arch)."""
     name = arch.value if arch else None
     try:
         sizes = tuple(int(n) for n in tp)  # invoke hands repeated flags over as strings
@@ -168,7 +168,7 @@ def _presets() -> tuple[str, ...]:
 
 def gpu_kwargs(arch: str | None) -> RunOptions:
     """Device access by number (cleanbuild.gpuhost.gpu): EnvironmentProblem on a host without a usable ROCm GPU."""
-    from .gpuhost import gpu
+    from cleanbuild.gpuhost import gpu
 
     access = gpu.device_access(arch=arch)
     gpu.check_permissions(access)
@@ -444,6 +444,6 @@ def render(result: AuditResult, *, as_json: bool) -> None:
     if as_json:
         print(json.dumps(result.to_json(), indent=2))
         return
-    from .console import console
+    from cleanbuild.core.console import console
 
     console.print(table(result, width=console.width))

@@ -26,11 +26,16 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from packaging.version import Version
 
-from . import interrupts, metadata
-from .errors import CleanBuildError, EnvironmentProblem, StepFailed, UsageError
-from .refs import parse_image, split_image
-from .run import run
-from .spec import EngineFacts, RunSpec
+from cleanbuild.core import interrupts, metadata
+from cleanbuild.core.errors import (
+    CleanBuildError,
+    EnvironmentProblem,
+    StepFailed,
+    UsageError,
+)
+from cleanbuild.core.refs import parse_image, split_image
+from cleanbuild.core.run import run
+from cleanbuild.core.spec import EngineFacts, RunSpec
 
 if TYPE_CHECKING:
     from docker.client import DockerClient

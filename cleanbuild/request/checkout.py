@@ -10,7 +10,7 @@ profile pins, and the changed files decide how the image is made (`route`):
   C/C++/HIP sources, requirements, any other file a wheel may carry), or HEAD is unrelated to the pin: that
   component's wheel is built from a snapshot commit of the working tree (its key names the snapshot).
 - none: nothing that reaches the image changed (or nothing changed at all).
-classify() is pure; resolve() runs git through cleanbuild.run and writes only in a temporary folder.
+classify() is pure; resolve() runs git through cleanbuild.core.run and writes only in a temporary folder.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .errors import UsageError
-from .run import git_reason, run
+from cleanbuild.core.errors import UsageError
+from cleanbuild.core.run import git_reason, run
 
 # component -> (package folder, the file that marks its checkout)
 COMPONENTS = {"aiter": ("aiter", "setup.py"), "atom": ("atom", "pyproject.toml")}

@@ -1,6 +1,6 @@
 """What a command is asked for (Request) and one build of it for one arch (Build).
 
-A Request holds a loaded profile, so it sits above the foundation (cleanbuild.spec): the planner, the steps and
+A Request holds a loaded profile, so it sits above the foundation (cleanbuild.core.spec): the planner, the steps and
 the commands take it; the engine and the other foundation modules never do.
 """
 
@@ -10,19 +10,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cleanbuild.core.spec import REPO_ROOT, new_run_id
+from cleanbuild.gpuhost.arch import Arch
+from cleanbuild.images.tag import today
+from cleanbuild.request.checkout import Checkout
+from cleanbuild.upstream.profiles import Profile
 from validation.archs import CK_MODES
-
-from .checkout import Checkout
-from .gpuhost.arch import Arch
-from .images.tag import today
-from .spec import REPO_ROOT, new_run_id
-from .upstream.profiles import Profile
 
 
 @dataclass(frozen=True)
 class Request:
     """What a command is asked for, every value checked and typed: a task's flags, the environment and invoke.yaml,
-    resolved once (cleanbuild.settings.resolve, field by field from the table in cleanbuild.options: each field is
+    resolved once (cleanbuild.cli.settings.resolve, field by field from the table in cleanbuild.cli.options: each field is
     named after its option). Commands take this; nothing deeper reads a flag or the config again."""
 
     profile: Profile  # loaded with `overrides`, checked (settings.checked_profile)
@@ -42,7 +41,7 @@ class Request:
     registry: str = "atom-build"
     cache: str = "auto"  # build cache through the registry: auto (inline when the registry is remote), inline, registry, none
     cache_dir: Path = REPO_ROOT / ".cache"
-    src: tuple[str, ...] = ()  # --src COMPONENT=PATH, resolved against the profile by cleanbuild.checkout
+    src: tuple[str, ...] = ()  # --src COMPONENT=PATH, resolved against the profile by cleanbuild.request.checkout
     mirror: Path | None = None  # local copies of the git repos (cleanbuild.upstream.mirror), attached to profile
 
     @property
@@ -59,7 +58,7 @@ class Request:
 @dataclass(frozen=True)
 class Build:
     """One build: the request it serves, plus what is this build's own: the arch, the date, the run ID and the
-    local checkouts (--src, resolved by cleanbuild.checkout)."""
+    local checkouts (--src, resolved by cleanbuild.request.checkout)."""
 
     request: Request
     arch: Arch

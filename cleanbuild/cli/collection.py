@@ -1,8 +1,8 @@
 """The tasks: one per build step, plus build-clean for the whole pipeline, validate, pins, lock and audit.
 
-Run as `atom-build TASK` (cleanbuild.cli) or `invoke TASK` (the repository's tasks.py imports `ns` from here).
-Tasks stay thin: they take the resolved request (cleanbuild.clitask), call cleanbuild.commands and print. Their
-common flags are the options table's (cleanbuild.options); site defaults live in invoke.yaml under `cleanbuild:`.
+Run as `atom-build TASK` (cleanbuild.cli.main) or `invoke TASK` (the repository's tasks.py imports `ns` from here).
+Tasks stay thin: they take the resolved request (cleanbuild.cli.signature), call cleanbuild.commands.build and print. Their
+common flags are the options table's (cleanbuild.cli.options); site defaults live in invoke.yaml under `cleanbuild:`.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ from pathlib import Path
 
 from invoke import Collection, Context
 
-from . import commands, refs
-from .clitask import cli_task
-from .outputs import output_file
-from .settings import Request
+from cleanbuild.cli.settings import Request
+from cleanbuild.cli.signature import cli_task
+from cleanbuild.commands import build
+from cleanbuild.core import refs
+from cleanbuild.core.outputs import output_file
 
 BUILD = ("arch", "ck_free", "profile", "set", "builder", "ca_bundle", "progress", "registry", "src", "mirror")
 GPU = ("gpu", "user_id")
@@ -25,17 +26,17 @@ GPU = ("gpu", "user_id")
 @cli_task(common=("arch",))
 def arch(c: Context, request: Request, json: bool = False) -> None:
     """Detect (or check) the GPU architecture and print its facts."""
-    info = commands.arch_info(next(iter(request.arch), None))
+    info = build.arch_info(next(iter(request.arch), None))
     if json:
         print(jsonlib.dumps(info, indent=2))
     else:
-        commands.print_rows("architecture", info)
+        build.print_rows("architecture", info)
 
 
 @cli_task(common=(*BUILD[:6], "model", "src", "mirror"), matrix=True)
 def plan(c: Context, request: Request, json: bool = False) -> None:
     """Print the resolved build plan and the exact commands build-clean would run; touches nothing."""
-    commands.show_plan(request, as_json=json)
+    build.show_plan(request, as_json=json)
 
 
 @cli_task(common=BUILD, matrix=True, export="write the wheels and manifest.json to this new folder",
@@ -43,13 +44,13 @@ def plan(c: Context, request: Request, json: bool = False) -> None:
 def wheels(c: Context, request: Request, export: str | None = None, rebuild: bool = False,
            dry_run: bool = False) -> None:
     """Build (or reuse, here or from the registry) the wheels image: every dependency built once, with a manifest."""
-    commands.wheels(request, export=Path(export) if export else None, rebuild=rebuild, dry_run=dry_run)
+    build.wheels(request, export=Path(export) if export else None, rebuild=rebuild, dry_run=dry_run)
 
 
 @cli_task(common=BUILD, matrix=True)
 def clean(c: Context, request: Request, dry_run: bool = False) -> None:
     """Build the clean runtime image from the (reused or built) wheels image: zero compilation."""
-    commands.clean(request, dry_run=dry_run)
+    build.clean(request, dry_run=dry_run)
 
 
 @cli_task(common=("arch",), iterable=("only",), folder="patch this source checkout or site-packages folder in place",
@@ -58,26 +59,26 @@ def clean(c: Context, request: Request, dry_run: bool = False) -> None:
 def patch(c: Context, request: Request, folder: str | None = None, image: str | None = None,
           only: list[str] | None = None, check: bool = False, dry_run: bool = False) -> None:
     """Apply the source patches (aiter tuned_gemm and jit/core, ATOM CK-free) to a folder or an image."""
-    commands.patch(folder=folder, image=image, only=tuple(only or ()), check=check, dry_run=dry_run, request=request)
+    build.patch(folder=folder, image=image, only=tuple(only or ()), check=check, dry_run=dry_run, request=request)
 
 
 @cli_task(common=("profile", "set", *GPU, "arch", "model"), positional=("model",), image="image to run the smoke test in",
           model="model folder (mounted read-only)", arch="arch (default: the image's label)")
 def smoke(c: Context, request: Request, image: str) -> None:
     """Generate 10 tokens with a model inside an image and count them."""
-    commands.smoke(image, request)
+    build.smoke(image, request)
 
 
 @cli_task(common=("user",), image="the image to tag (name or ID)", dry_run="show the tag and why, tag nothing")
 def tag(c: Context, request: Request, image: str, dry_run: bool = False) -> None:
     """Tag an image per convention: user_date_rocmX_aiterY_atomZ, versions read from the image."""
-    commands.tag(image, request, dry_run=dry_run)
+    build.tag(image, request, dry_run=dry_run)
 
 
 @cli_task(common=(*BUILD[:7], "model", "allow_no_smoke", "user", *GPU, "registry", "src", "mirror"), matrix=True)
 def build_clean(c: Context, request: Request, dry_run: bool = False) -> None:
     """The whole pipeline: preflight, prepare, wheels, clean, patch, validate, smoke, tag, report."""
-    commands.build_clean(request, dry_run=dry_run)
+    build.build_clean(request, dry_run=dry_run)
 
 
 @cli_task(common=("arch", "profile", "set", "model", "allow_no_smoke", "user", *GPU, "registry"),
@@ -86,7 +87,7 @@ def build_clean(c: Context, request: Request, dry_run: bool = False) -> None:
           allow_no_smoke="promote even without a smoke test")
 def promote(c: Context, request: Request, ref: str) -> None:
     """On a GPU node: pull by digest, validate and smoke-test here, then push the release tag and the report."""
-    commands.promote(ref, request)
+    build.promote(ref, request)
 
 
 @cli_task(common=("arch", "device", *GPU, "profile", "set"), image="image to validate (tag or ID)",
@@ -96,7 +97,7 @@ def promote(c: Context, request: Request, ref: str) -> None:
 def validate(c: Context, request: Request, image: str, json_file: str | None = None) -> int:
     """Run the validation kernels inside an image (build-clean's validate step); `-- ARGS` go to the kernels."""
     rest = tuple(c.config.get("validation_args") or ())
-    return commands.validate(image, replace(request, device=request.device or "cuda"), rest=rest,
+    return build.validate(image, replace(request, device=request.device or "cuda"), rest=rest,
                              dest=output_file(json_file, "--json-file") if json_file else None)
 
 
@@ -104,7 +105,7 @@ def validate(c: Context, request: Request, image: str, json_file: str | None = N
           open="open its report.html in the desktop's web browser")
 def report(c: Context, tag: str, html: bool = False, open_: bool = False) -> None:
     """Print a build's report again, from reports/<repository>/<tag>/."""
-    commands.print_report(tag, html=html, open_page=open_)
+    build.print_report(tag, html=html, open_page=open_)
 
 
 @cli_task(common=("profile", "set", "mirror"), bump="move this git pin (aiter, atom, ...) when no patch drifts on the candidate",
@@ -112,7 +113,7 @@ def report(c: Context, tag: str, html: bool = False, open_: bool = False) -> Non
 def pins(c: Context, request: Request, json: bool = False, bump: str | None = None, to: str | None = None,
          dry_run: bool = False) -> int:
     """Check every pin against its repository or index (exit 1 wrong, 3 unreachable); --bump moves one."""
-    return commands.pins(request, as_json=json, bump=bump, to=to, dry_run=dry_run)
+    return build.pins(request, as_json=json, bump=bump, to=to, dry_run=dry_run)
 
 
 @cli_task(common=("profile", "set", "mirror"), iterable=("upgrade_package",),
@@ -120,7 +121,7 @@ def pins(c: Context, request: Request, json: bool = False, bump: str | None = No
           upgrade_package="let this package move to its newest allowed version (repeatable)")
 def lock(c: Context, request: Request, upgrade_package: list[str] | None = None, check: bool = False) -> int:
     """(Re)make the profile's locked closure (uv pip compile --generate-hashes) from the pinned sources."""
-    return commands.lock(request, upgrade=tuple(upgrade_package or ()), check=check)
+    return build.lock(request, upgrade=tuple(upgrade_package or ()), check=check)
 
 
 @cli_task(common=("arch",), iterable=("tp",), image="image to audit (name or ID); must be in the local engine, never pulled",
@@ -132,7 +133,7 @@ def lock(c: Context, request: Request, upgrade_package: list[str] | None = None,
 def audit(c: Context, request: Request, image: str, model: str | None = None, tp: list[str] | None = None,
           json: bool = False, report: str | None = None, run_kernels: bool = False) -> int:
     """Check an existing image for every known pitfall, without rebuilding it (exit 1 when one is PRESENT)."""
-    from . import audit as auditing
+    from cleanbuild.commands import audit_image as auditing
 
     refs.image_ref(image, "audit IMAGE")  # before any engine call
     result = auditing.audit(image, arch=next(iter(request.arch), None), model=model, tp=tuple(tp or (1,)),
@@ -146,7 +147,7 @@ def audit(c: Context, request: Request, image: str, model: str | None = None, tp
           profile="the profile to rebuild with (default: the image's own label)")
 def verify(c: Context, request: Request, ref: str, json: bool = False) -> None:
     """Rebuild an image from its own labels here and compare digests (exit 1: the first differing layer and file)."""
-    commands.verify(ref, request, as_json=json)
+    build.verify(ref, request, as_json=json)
 
 
 @cli_task(common=("arch", "profile", "set", "device", "mirror", "ck_free", "ca_bundle", "progress"),
@@ -163,7 +164,7 @@ def bisect(c: Context, request: Request, component: str, good: str | None = None
            check: list[str] | None = None, report: str | None = None, all_parents: bool = False, image: bool = False,
            json: bool = False) -> int:
     """Find the upstream commit that broke a patch, a validation check or ATOM's imports (git bisect)."""
-    from .bisect.command import bisect_command
+    from cleanbuild.bisect.command import bisect_command
 
     return bisect_command(request, component, good, bad, tuple(check or ()), as_json=json,
                           report_dir=Path(report) if report else None, first_parent=not all_parents, image=image)

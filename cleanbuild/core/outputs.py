@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .boundary import os_fix
-from .errors import CleanBuildError, UsageError
+from cleanbuild.core.boundary import os_fix
+from cleanbuild.core.errors import CleanBuildError, UsageError
 
 
 def output_file(path: Path | str, flag: str) -> Path:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from .errors import UsageError
+from cleanbuild.core.errors import UsageError
 
 SHA = re.compile(r"^[0-9a-f]{40}$")
 # git check-ref-format: no control characters, space, ~ ^ : ? * [ \ ; no "..", "@{", "//"; no component that

@@ -1,4 +1,4 @@
-"""`nox -s validate -- --image TAG ...`: the `validate` task (cleanbuild.tasks), through atom-build's front door.
+"""`nox -s validate -- --image TAG ...`: the `validate` task (cleanbuild.cli.collection), through atom-build's front door.
 
 The same flags as `atom-build validate` (--image, --arch, --device, --gpu, --user-id, --json-file, --profile,
 --set, --debug), then `-- ARGS` for the kernels' own CLI; the same exit codes.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from .cli import main as atom_build
+from cleanbuild.cli.main import main as atom_build
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -4,7 +4,7 @@ one line, exit 2) before invoke reads it and fails with a traceback, or ignores 
 invoke's Config reads, in this order: the system's /etc/invoke.*, the user's ~/.invoke.*, the project's invoke.*
 beside the tasks (of each, the first of .yaml, .yml, .json and .py that exists: a folder there is "found" too, and
 breaks invoke), then the runtime file (`-f FILE`, else INVOKE_RUNTIME_CONFIG), which it reads by its suffix and
-skips silently when it is missing. atom-build (cleanbuild.program) checks them all before invoke reads any; plain
+skips silently when it is missing. atom-build (cleanbuild.cli.program) checks them all before invoke reads any; plain
 `invoke` has read the system and user files before this checkout's tasks.py can run, so tasks.py checks the
 project's and the runtime file before invoke reads them (README: Exit codes).
 """
@@ -15,8 +15,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from .errors import UsageError
-from .settings import CONFIG_TYPES, site_file
+from cleanbuild.cli.settings import CONFIG_TYPES, site_file
+from cleanbuild.core.errors import UsageError
 
 RUNTIME_ENV = "INVOKE_RUNTIME_CONFIG"
 SYSTEM = "/etc/invoke"  # invoke's Config: system_prefix "/etc/" (none on Windows) + "invoke"

@@ -4,8 +4,8 @@ An Option is one row: its name is the Python parameter of every task that takes 
 `cleanbuild:` and, dashed, the flag (`ca_bundle` -> `--ca-bundle`). The row carries the help, the default, the
 types invoke.yaml may hold, the check that turns a raw value into a typed one (refusing it in a message that names
 where it came from), whether the flag repeats, an optional environment variable, and whether it is a flag, an
-invoke.yaml key, or both. From this table come the task signatures and their help (cleanbuild.cli), the invoke.yaml
-check and the Request (cleanbuild.settings) and README's options table (cleanbuild.clidoc).
+invoke.yaml key, or both. From this table come the task signatures and their help (cleanbuild.cli.main), the invoke.yaml
+check and the Request (cleanbuild.cli.settings) and README's options table (cleanbuild.cli.clidoc).
 
 Precedence, in `given`: the flag, else the environment variable, else invoke.yaml, else the default.
 """
@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
-from .gpuhost.gpu import parse_gpus
-from .refs import port_in_range
-from .spec import REPO_ROOT
-from .upstream import mirror as mirrors
+from cleanbuild.core.errors import UsageError
+from cleanbuild.core.refs import port_in_range
+from cleanbuild.core.spec import REPO_ROOT
+from cleanbuild.gpuhost.gpu import parse_gpus
+from cleanbuild.upstream import mirror as mirrors
 
 PROGRESS = ("auto", "plain", "tty", "quiet")
 CACHE = ("auto", "inline", "registry", "none")

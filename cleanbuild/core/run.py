@@ -19,7 +19,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import EnvironmentProblem
+from cleanbuild.core.errors import EnvironmentProblem
 
 INSTALL_HINTS = {
     "docker": "install Docker Engine (Debian: apt-get install docker.io) and start dockerd",
@@ -86,7 +86,7 @@ def _argv(argv: Sequence[str | os.PathLike[str]]) -> list[str]:
     return args
 
 
-# While several builds run at once (cleanbuild.commands.build_matrix), what each thread echoes starts with its variant.
+# While several builds run at once (cleanbuild.commands.build.build_matrix), what each thread echoes starts with its variant.
 _label: ContextVar[str] = ContextVar("echo_label", default="")
 
 

@@ -1,11 +1,11 @@
-"""An invoke task whose flags come from the options table (cleanbuild.options), inside the error boundary.
+"""An invoke task whose flags come from the options table (cleanbuild.cli.options), inside the error boundary.
 
 A task is written as `fn(c, request, <its own parameters>)` and names the common options it takes; the task invoke
 sees has a signature made here (invoke reads `inspect.signature`, so `__signature__` is set on the wrapper): the
 task's own positionals, then each common option with the default that lets the cascade run (None; False for a
 switch), then the task's own flags, then --debug. Each flag's help is the table's (SWITCHES for --json, --dry-run,
 --debug) unless the task words it for itself. The common options are resolved into one Request
-(cleanbuild.settings.resolve, with invoke.yaml's `cleanbuild:` section) and handed to fn as `request`.
+(cleanbuild.cli.settings.resolve, with invoke.yaml's `cleanbuild:` section) and handed to fn as `request`.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any
 import invoke
 from invoke import Exit
 
-from . import boundary
-from .options import BY_NAME, SWITCHES
-from .settings import resolve
+from cleanbuild.cli.options import BY_NAME, SWITCHES
+from cleanbuild.cli.settings import resolve
+from cleanbuild.core import boundary
 
 # One meaning per short flag across every task: none are generated (invoke's automatic ones gave -d three
 # meanings and ca_bundle a nameless "--" flag).
@@ -38,7 +38,7 @@ def cli_task(*, common: tuple[str, ...] = (), positional: tuple[str, ...] = (), 
     flags; help_: the task's own flags' help, or its own wording of a common one."""
     unknown = [n for n in (*common, *positional) if n not in BY_NAME]
     if unknown:
-        raise TypeError(f"not options of cleanbuild.options: {unknown}")
+        raise TypeError(f"not options of cleanbuild.cli.options: {unknown}")
 
     def wrap(fn: Callable[..., int | None]) -> invoke.Task[Guarded]:
         own = list(inspect.signature(fn).parameters.values())[1:]
@@ -70,7 +70,7 @@ def _signature(own_positional: list[Parameter], positional: tuple[str, ...], com
 
 def _guarded(fn: Callable[..., int | None], sig: inspect.Signature, own: set[str], shared: set[str] | None,
              matrix: bool) -> Guarded:
-    """The task body invoke calls: the request resolved and fn run inside the error boundary (cleanbuild.boundary):
+    """The task body invoke calls: the request resolved and fn run inside the error boundary (cleanbuild.core.boundary):
     one line and README's exit code instead of a traceback (unless --debug)."""
 
     @functools.wraps(fn)

@@ -1,11 +1,11 @@
 """Task flags + the environment + invoke.yaml (`cleanbuild:` section) -> one Request, resolved once at the edge.
 
-The options and their checks are one table (cleanbuild.options); this module applies it: the precedence (flag, then
+The options and their checks are one table (cleanbuild.cli.options); this module applies it: the precedence (flag, then
 environment variable, then invoke.yaml, then default), an error that names where a bad value came from (the flag
 `--progress`, `$VAR` or the key `invoke.yaml: cleanbuild.progress`), and the site config checked like a profile: a
 wrong type, an unknown key or an old key name is a one-line error (exit 2) naming the key. Both front doors also
 check that every config file invoke reads parses at all, before invoke reads it (site_file, for
-cleanbuild.invokefiles).
+cleanbuild.cli.invokefiles).
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from .errors import UsageError
-from .gpuhost.arch import Arch
-from .options import BY_NAME, CONFIG_KEYS, OPTIONS, RENAMED, given
-from .refs import git_ref, git_remote, image_ref
-from .request import Request
-from .spec import new_run_id
-from .upstream import mirror as mirrors
-from .upstream.profiles import Profile, load, parse_sets, table
+from cleanbuild.cli.options import BY_NAME, CONFIG_KEYS, OPTIONS, RENAMED, given
+from cleanbuild.core.errors import UsageError
+from cleanbuild.core.refs import git_ref, git_remote, image_ref
+from cleanbuild.core.spec import new_run_id
+from cleanbuild.gpuhost.arch import Arch
+from cleanbuild.request.build import Request
+from cleanbuild.upstream import mirror as mirrors
+from cleanbuild.upstream.profiles import Profile, load, parse_sets, table
 
 __all__ = ["Request", "new_run_id", "resolve", "site_config", "site_file"]
 
@@ -55,7 +55,7 @@ CONFIG_TYPES = ("yaml", "yml", "json", "py")
 
 
 def site_file(path: Path, *, given: bool = False) -> dict[str, object]:
-    """The checked `cleanbuild:` section of a config file invoke reads (cleanbuild.invokefiles finds them), parsed as
+    """The checked `cleanbuild:` section of a config file invoke reads (cleanbuild.cli.invokefiles finds them), parsed as
     invoke parses it. given: the user named this file (-f, INVOKE_RUNTIME_CONFIG), so a missing file or a folder is
     bad input, not "no config"."""
     if path.is_dir() or (given and not path.exists()):
@@ -119,7 +119,7 @@ REQUEST_FLAGS = frozenset(o.name for o in OPTIONS if o.flag)  # the task paramet
 def resolve(flags: Mapping[str, object], raw_config: object, *, matrix: bool = False,
             environ: Mapping[str, str] | None = None) -> Request:
     """Task flags (by option name), the environment and invoke.yaml's `cleanbuild:` section -> a checked Request,
-    one field per option (cleanbuild.options), without probing the host or the engine. matrix: --arch may list
+    one field per option (cleanbuild.cli.options), without probing the host or the engine. matrix: --arch may list
     several archs (build-clean, plan, wheels, clean)."""
     unknown = sorted(set(flags) - REQUEST_FLAGS)
     if unknown:
@@ -156,7 +156,7 @@ DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 def checked_profile(profile: Profile) -> Profile:
     """The values that reach git, the engine and packaging, checked once at the edge (exit 2 naming the key):
-    git repos and refs (cleanbuild.refs), versions (PEP 440), the base image reference and digest."""
+    git repos and refs (cleanbuild.core.refs), versions (PEP 440), the base image reference and digest."""
     where = f"(profile {profile.file} or --set)"
     if not re.match(r"^3\.[0-9]+$", profile.python):
         raise UsageError(f"python {where} {profile.python!r} is not a Python version like 3.12. To fix, write the "

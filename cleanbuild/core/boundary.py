@@ -28,14 +28,14 @@ from packaging.requirements import InvalidRequirement
 from packaging.specifiers import InvalidSpecifier
 from packaging.version import InvalidVersion
 
-from .errors import (
+from cleanbuild.core.errors import (
     CleanBuildError,
     EnvironmentProblem,
     Interrupted,
     OutputClosed,
     UsageError,
 )
-from .run import CommandFailed
+from cleanbuild.core.run import CommandFailed
 
 T = TypeVar("T")
 # errno -> (exit class, what to do); the rest of OSError is "the host cannot" with a generic hint.

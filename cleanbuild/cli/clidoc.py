@@ -1,4 +1,4 @@
-"""README's tasks and options tables, generated from the code: `python -m cleanbuild.clidoc [--write]`.
+"""README's tasks and options tables, generated from the code: `python -m cleanbuild.cli.clidoc [--write]`.
 
 The tables go between `<!-- tasks:begin -->`/`<!-- tasks:end -->` and `<!-- options:begin -->`/`<!-- options:end -->`
 in README.md. Without --write, prints both; with --write, replaces README's blocks in place (exit 2 when a marker
@@ -12,9 +12,9 @@ import inspect
 import sys
 from pathlib import Path
 
-from .options import OPTIONS, SWITCHES, flag_name
-from .spec import REPO_ROOT
-from .tasks import ns
+from cleanbuild.cli.collection import ns
+from cleanbuild.cli.options import OPTIONS, SWITCHES, flag_name
+from cleanbuild.core.spec import REPO_ROOT
 
 README = REPO_ROOT / "README.md"
 BLOCKS = ("tasks", "options")
@@ -76,7 +76,7 @@ def rewrite(text: str, tables: dict[str, str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m cleanbuild.clidoc", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m cleanbuild.cli.clidoc", description=__doc__.splitlines()[0])
     p.add_argument("--write", action="store_true", help="replace README.md's blocks in place")
     p.add_argument("--readme", type=Path, default=README, help=argparse.SUPPRESS)
     args = p.parse_args(argv)

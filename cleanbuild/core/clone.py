@@ -4,14 +4,14 @@ The host reads what sits beside the package (docker/, validation/, patches/) and
 so it runs from a clone, installed editable (`pip install -e .`: the clone's root goes on sys.path, which is where
 validation and patches are imported from). `pip install .` or `pipx install .` copies only the cleanbuild package
 into site-packages (where docker/ is the docker SDK); there the console script says so before anything else runs.
-Standard library only: cleanbuild.cli checks this before its first other import.
+Standard library only: cleanbuild.cli.main checks this before its first other import.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 # What a clone has beside the package and an installed copy does not.
 BESIDE = ("pyproject.toml", "docker/Dockerfile.wheels", "validation/archs.py", "patches/__main__.py")
 

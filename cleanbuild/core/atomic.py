@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from . import interrupts
+from cleanbuild.core import interrupts
 
 
 def replace_all(files: Mapping[Path, bytes | str]) -> None:

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .run import label
+from cleanbuild.core.run import label
 
 # Not a terminal (CI, a log file): plain lines, wide enough that image names and argv are not wrapped.
 console = Console(stderr=True, highlight=False, force_terminal=None if sys.stderr.isatty() else False,

@@ -1,4 +1,4 @@
-"""invoke's Program for `atom-build` (cleanbuild.cli): the tasks of cleanbuild.tasks with README's exit codes.
+"""invoke's Program for `atom-build` (cleanbuild.cli.main): the tasks of cleanbuild.cli.collection with README's exit codes.
 
 invoke's own Program exits 1 on its parse errors and on Ctrl-C, shows a traceback for a broken YAML config and takes
 `TASK --help` as a positional value. This subclass changes those, at invoke's own hooks (Program.run is
@@ -6,9 +6,9 @@ create_config, parse_core, parse_collection, parse_tasks, parse_cleanup, update_
 - a parse error is bad input: exit 2 and one line; Ctrl-C in any phase: exit 130 and one line;
 - the site config is this checkout's invoke.yaml (not the current folder's), plus -f FILE or
   INVOKE_RUNTIME_CONFIG, and invoke's system and user files; each is checked before invoke reads it
-  (cleanbuild.invokefiles: one line, exit 2 when it is missing, a folder, of a type invoke cannot read, does not
+  (cleanbuild.cli.invokefiles: one line, exit 2 when it is missing, a folder, of a type invoke cannot read, does not
   parse or holds a wrong `cleanbuild:` key);
-- standard output is checked for the whole run (cleanbuild.boundary.checked_output): help or a list into a closed
+- standard output is checked for the whole run (cleanbuild.core.boundary.checked_output): help or a list into a closed
   pipe ends quietly with 141, as a task's output does;
 - `TASK --help` (and -h) anywhere after the task's name is `--help TASK`: help for every task, positional or not;
 - what follows a standalone `--` is kept as the config value `validation_args` (atom-build validate ... -- ARGS).
@@ -22,12 +22,13 @@ from collections.abc import Iterator
 
 from invoke import Exit, ParseError, Program
 
-from . import __version__, invokefiles
-from .boundary import checked_output
-from .cli import INTERRUPTED
-from .errors import UsageError
-from .spec import REPO_ROOT
-from .tasks import ns
+from cleanbuild import __version__
+from cleanbuild.cli import invokefiles
+from cleanbuild.cli.collection import ns
+from cleanbuild.cli.main import INTERRUPTED
+from cleanbuild.core.boundary import checked_output
+from cleanbuild.core.errors import UsageError
+from cleanbuild.core.spec import REPO_ROOT
 
 
 class AtomBuild(Program):

@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from cleanbuild.core.errors import UsageError
+from cleanbuild.core.versions import normalise, rocm_version
 from validation.archs import ARCHS, CK_MODES
-
-from .errors import UsageError
-from .versions import normalise, rocm_version
 
 NS = "io.atom-build"
 IN_IMAGE = "/opt/atom-build"

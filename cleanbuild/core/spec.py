@@ -1,7 +1,7 @@
 """The shared types at the foundation: one `docker buildx build` (BuildSpec), one container run (RunSpec), what the
 engine can do (EngineFacts), where this checkout is (REPO_ROOT), a build's run ID (new_run_id) and how the host
 starts its patches CLI (patches_argv). What a command is asked for (Request, Build) is one layer up, in
-cleanbuild.request: it holds a loaded profile.
+cleanbuild.request.build: it holds a loaded profile.
 
 The planner (cleanbuild.images.plan) makes them; the engine, buildx, the steps and the report take them. This module
 imports nothing above it, so the Docker boundary does not depend on the planner.
@@ -15,8 +15,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import metadata
-from .clone import REPO_ROOT as REPO_ROOT
+from cleanbuild.core import metadata
+from cleanbuild.core.clone import REPO_ROOT as REPO_ROOT
 
 # REPO_ROOT is re-exported: the rest of the package takes it from here, beside what sits in the clone.
 DOCKER_DIR = REPO_ROOT / "docker"

@@ -1,4 +1,4 @@
-"""What each invoke task (and `nox -s validate`) does: take the resolved request (cleanbuild.settings.Request), make
+"""What each invoke task (and `nox -s validate`) does: take the resolved request (cleanbuild.cli.settings.Request), make
 plans, then run steps through the one executor (cleanbuild.images.pipeline). Nothing here parses argv, reads invoke.yaml
 or builds or runs a container itself.
 """
@@ -12,19 +12,26 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import checkout, engine, metadata, settings
-from .console import console, key_values, steps_table, units_table
-from .errors import CleanBuildError, EnvironmentProblem, StepFailed, UsageError
-from .gpuhost.arch import Arch, host_runner, resolve
-from .images import buildx, pipeline, report, reuse, srcplan, steps
-from .images.plan import Plan, build_spec, commands, make_plan
-from .images.record import BuildRecord
-from .outputs import output_folder
-from .refs import image_ref, parse_image, split_image
-from .run import labelled, quote, run
-from .settings import Request
-from .spec import REPO_ROOT, patches_argv
-from .upstream import mirror
+from cleanbuild.cli import settings
+from cleanbuild.cli.settings import Request
+from cleanbuild.core import engine, metadata
+from cleanbuild.core.console import console, key_values, steps_table, units_table
+from cleanbuild.core.errors import (
+    CleanBuildError,
+    EnvironmentProblem,
+    StepFailed,
+    UsageError,
+)
+from cleanbuild.core.outputs import output_folder
+from cleanbuild.core.refs import image_ref, parse_image, split_image
+from cleanbuild.core.run import labelled, quote, run
+from cleanbuild.core.spec import REPO_ROOT, patches_argv
+from cleanbuild.gpuhost.arch import Arch, host_runner, resolve
+from cleanbuild.images import buildx, pipeline, report, reuse, srcplan, steps
+from cleanbuild.images.plan import Plan, build_spec, commands, make_plan
+from cleanbuild.images.record import BuildRecord
+from cleanbuild.request import checkout
+from cleanbuild.upstream import mirror
 
 if TYPE_CHECKING:
     from docker.client import DockerClient
@@ -50,7 +57,7 @@ def print_rows(title: str, rows: Mapping[str, object]) -> None:
 def check_sources(request: Request) -> None:
     """What a build reads from git, checked before its first effect: every git pin's repository exists (or
     answers) and holds its ref (cleanbuild.upstream.gitrepo.check_ref)."""
-    from .upstream.gitrepo import check_ref
+    from cleanbuild.upstream.gitrepo import check_ref
 
     profile = request.profile
     for comp in profile.components:
@@ -331,7 +338,7 @@ def promote(ref: str, request: Request) -> BuildRecord:
 
 def verify(ref: str, request: Request, *, as_json: bool) -> None:
     """Rebuild ref from its own labels on this engine; exit 1 (StepFailed) naming the first differing layer and file."""
-    from .images import verify as verifying
+    from cleanbuild.images import verify as verifying
 
     cli = engine.client()
     if engine.image_id(cli, ref) is None:
@@ -372,7 +379,7 @@ def print_report(ref: str, *, html: bool = False, open_page: bool = False) -> No
 # ---- pins and locks -----------------------------------------------------------------------------------------
 
 def pins(request: Request, *, as_json: bool, bump: str | None, to: str | None, dry_run: bool) -> int:
-    from .upstream import pins as pinning
+    from cleanbuild.upstream import pins as pinning
 
     if bump is None and (to is not None or dry_run):
         flag = "--to" if to is not None else "--dry-run"
@@ -412,7 +419,7 @@ def pins(request: Request, *, as_json: bool, bump: str | None, to: str | None, d
 
 
 def lock(request: Request, *, upgrade: tuple[str, ...], check: bool) -> int:
-    from .upstream import lock as locking
+    from cleanbuild.upstream import lock as locking
 
     if check and upgrade:
         raise UsageError("--check writes nothing, so --upgrade-package has no effect with it. To fix, drop one.")

@@ -12,7 +12,7 @@ from typing import Any
 
 import jinja2
 
-from .images.plan import CLEAN_UNITS
+from cleanbuild.images.plan import CLEAN_UNITS
 
 WIDTH = 760  # the bars' share of a chart (px in the SVG's viewBox); labels take LABEL px to their left
 LABEL = 210
@@ -38,7 +38,7 @@ def build_page(data: dict[str, Any], bom: dict[str, Any] | None = None) -> str:
 
 
 def audit_page(data: dict[str, Any]) -> str:
-    """`invoke audit --report`: data is report.json's dict (cleanbuild.audit.AuditResult.to_json)."""
+    """`invoke audit --report`: data is report.json's dict (cleanbuild.commands.audit_image.AuditResult.to_json)."""
     device = (data.get("device") or {}).get("report") or None
     return _env().get_template("audit.html.j2").render(
         d=data, layers=layer_chart(data), validation=validation_view(device), mib=mib, ROW=ROW, LABEL=LABEL, WIDTH=WIDTH)

@@ -2,7 +2,7 @@
 
 Ctrl-C is handled first, before the heavy imports (invoke, the tasks, the docker SDK): wherever SIGINT lands, the
 process ends with one line and exit 130 (README's "interrupted"), never invoke's exit 1 ("a wrong result"). Only
-the standard library (and cleanbuild.clone, which imports nothing else) is imported at the top of this module for
+the standard library (and cleanbuild.core.clone, which imports nothing else) is imported at the top of this module for
 that reason. Before them, a copy installed without its clone (`pip install .`) says so: one line, exit 3.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from .clone import not_a_clone
+from cleanbuild.core.clone import not_a_clone
 
 INTERRUPTED = "error: interrupted (Ctrl-C). To fix, run the command again; temporary containers were removed."
 
@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.stderr.write(problem + "\n")
         sys.exit(3)  # README: the host cannot (this install cannot run the tool)
     try:  # the heavy imports happen inside, after the interrupt handling is in place
-        from .program import AtomBuild
+        from cleanbuild.cli.program import AtomBuild
 
         AtomBuild().run(argv)
     except KeyboardInterrupt:
@@ -30,5 +30,5 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
 
 
-if __name__ == "__main__":  # pragma: no cover - `python -m cleanbuild.cli` runs the console script
+if __name__ == "__main__":  # pragma: no cover - `python -m cleanbuild.cli.main` runs the console script
     main()
