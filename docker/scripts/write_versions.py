@@ -1,6 +1,6 @@
 """Write /opt/atom-build/versions.json: what this image holds, read from the image itself (stdlib only).
 
-Schema 2 (the host reads it with a strict reader, cleanbuild.metadata.ImageFacts):
+Schema 2 (the host reads it with a strict reader, cleanbuild.core.metadata.ImageFacts):
   {"schema": 2, "arch", "ck_mode", "python", "rocm", "torch_hip",
    "packages": {component: version or null}, "sources": {"aiter"|"atom": {sha, date, describe, repo}},
    "lock_sha256", "manifest_sha256"}
