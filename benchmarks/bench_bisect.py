@@ -73,9 +73,9 @@ def measure_image(commits: int, break_at: int) -> dict:
                            "progress": "plain", "mirror": str(folder)}, None)
         setup = imagestep.Setup(request, request.arch[0])
         checks = checking.parse("aiter", ("gemm-hipblaslt",), image=True)
-        cli = engine.client()
+        client = engine.client()
         pin = imagestep.plan_for(setup, "aiter", AITER_PIN, checks, folder / "pin")
-        pipeline.run(pin, cli, imagestep.BUILD, failed_report=False)
+        pipeline.run(pin, client, imagestep.BUILD, failed_report=False)
         out = io.StringIO()
         try:
             with redirect_stdout(out):
@@ -84,7 +84,7 @@ def measure_image(commits: int, break_at: int) -> dict:
         finally:
             for sha in shas:
                 plan = imagestep.plan_for(setup, "aiter", sha, checks, folder / sha)
-                forget(cli, [u for u in plan.units if u.key not in {v.key for v in pin.units}])
+                forget(client, [u for u in plan.units if u.key not in {v.key for v in pin.units}])
         data = json.loads(out.getvalue())
     seconds = [s["seconds"] for s in data["steps"]]
     return {"commits": data["commits"], "exit_code": code,

@@ -83,14 +83,14 @@ MATRIX = (Variant("gfx942", False), Variant("gfx942", True), Variant("gfx950", F
 LAYERDB = Path("/var/lib/docker/image/overlay2/layerdb/sha256")
 
 
-def drop(cli, plans, keep: frozenset[str] = frozenset()) -> None:
+def drop(client, plans, keep: frozenset[str] = frozenset()) -> None:
     """Every image of the plans here, by every name (tests.support.builds.forget), but keys in keep."""
     for plan in plans:
         if hasattr(plan, "units"):
-            forget(cli, [u for u in plan.units if u.key not in keep])
+            forget(client, [u for u in plan.units if u.key not in keep])
         else:  # the code before per-component keys: three content-keyed names
             for ref in (plan.patch.image, plan.clean.image, plan.wheels.image):
-                engine.untag(cli, ref)
+                engine.untag(client, ref)
 
 
 def builder_prune(tries: int = 10) -> None:
@@ -102,22 +102,22 @@ def builder_prune(tries: int = 10) -> None:
     sys.exit("docker builder prune -af kept failing: another build holds the cache")
 
 
-def prune(cli, plans) -> None:
+def prune(client, plans) -> None:
     """A cold start: no image of these plans and no BuildKit cache."""
-    drop(cli, plans)
+    drop(client, plans)
     builder_prune()
 
 
-def timed_run(cli, plan, names=BUILD) -> tuple[float, dict[str, float]]:
+def timed_run(client, plan, names=BUILD) -> tuple[float, dict[str, float]]:
     start = time.monotonic()
-    rec = pipeline.run(plan, cli, names, failed_report=False)
+    rec = pipeline.run(plan, client, names, failed_report=False)
     return time.monotonic() - start, {s.name: round(s.seconds, 1) for s in rec.steps}
 
 
 SAME_RUN: dict[str, float] = {}  # this run's cold single wall on the default engine, for the matrix row's ratio
 
 
-def single(cli, registry: str | None = None) -> dict:
+def single(client, registry: str | None = None) -> dict:
     """One variant cold; with a registry (a fresh prefix there), every unit is pushed as it is built, as
     build-clean --registry does."""
     import os
@@ -125,9 +125,9 @@ def single(cli, registry: str | None = None) -> dict:
     plan = offline_plan(MATRIX[3], run_id="bench")
     if registry:
         plan = with_registry(plan, registry)
-    prune(cli, [plan])
+    prune(client, [plan])
     start = time.monotonic()
-    rec = pipeline.run(plan, cli, BUILD, failed_report=False)
+    rec = pipeline.run(plan, client, BUILD, failed_report=False)
     wall = time.monotonic() - start
     if not os.environ.get("DOCKER_HOST") and not registry:
         SAME_RUN["single_wall_s"] = round(wall, 1)
@@ -172,34 +172,34 @@ def graph(plan, rec) -> dict:
             "exports_s": exported, "exports_total_s": round(sum(exported.values()), 1)}
 
 
-def matrix(cli) -> tuple[dict, list]:
+def matrix(client) -> tuple[dict, list]:
     plans = [offline_plan(v, run_id="bench") for v in MATRIX]
-    prune(cli, plans)
+    prune(client, plans)
     start = time.monotonic()
-    pipeline.run(plans[0], cli, ("preflight", "prepare"), failed_report=False)
-    recs = build.build_matrix(cli, plans)
+    pipeline.run(plans[0], client, ("preflight", "prepare"), failed_report=False)
+    recs = build.build_matrix(client, plans)
     wall = round(time.monotonic() - start, 1)
     per = {p.stem: {s.name: round(s.seconds, 1) for s in rec.steps} for p, rec in zip(plans, recs, strict=True)}
     one = SAME_RUN.get("single_wall_s")  # measured earlier in this run (single, or engines' first row)
     return {"wall_s": wall, "steps": per, "single_wall_s": one, "over_single": round(wall / one, 2) if one else None}, plans
 
 
-def matrix_rounds(cli, args) -> dict:
+def matrix_rounds(client, args) -> dict:
     """The matrix row; with --rounds N, N pairs of the cold single and the matrix, every second one in the other
     order, and the ratio of the medians (one pair's ratio here has moved between 1.06 and 1.55)."""
     import statistics
 
     if args.rounds == 1:
-        return matrix(cli)[0]
+        return matrix(client)[0]
     singles: list[float] = []
     rounds: list[dict] = []
     for round_ in range(args.rounds):
         one: dict = {"round": round_ + 1}
         for what in ("single", "matrix") if round_ % 2 == 0 else ("matrix", "single"):
             if what == "single":
-                one["single_wall_s"] = single(cli)["wall_s"]
+                one["single_wall_s"] = single(client)["wall_s"]
             else:
-                one.update({k: v for k, v in matrix(cli)[0].items() if k in ("wall_s", "steps")})
+                one.update({k: v for k, v in matrix(client)[0].items() if k in ("wall_s", "steps")})
         singles.append(one["single_wall_s"])
         one["over_single"] = round(one["wall_s"] / one["single_wall_s"], 2)
         rounds.append(one)
@@ -208,33 +208,33 @@ def matrix_rounds(cli, args) -> dict:
             "over_single": round(statistics.median(walls) / statistics.median(singles), 2), "steps": rounds[-1]["steps"]}
 
 
-def layer_sizes(cli, image: str) -> dict[str, int]:
+def layer_sizes(client, image: str) -> dict[str, int]:
     """diff ID -> bytes on disk, for the image's layers: the classic store's own layer store (chain IDs), else (the
     containerd store has no such folder: every size read 0 there) the sizes the engine's history gives each layer."""
     import hashlib
 
     if not LAYERDB.is_dir():
-        paired = engine.layer_sizes(engine.history(cli, image), engine.layers(cli, image))
+        paired = engine.layer_sizes(engine.history(client, image), engine.layers(client, image))
         if any(layer["digest"] is None for layer in paired):
             sys.exit(f"{image}: its history does not pair with its layers, so no layer's size is known")
         return {layer["digest"]: int(layer["size"]) for layer in paired}
     out, chain = {}, None
-    for diff in engine.layers(cli, image):
+    for diff in engine.layers(client, image):
         chain = diff if chain is None else "sha256:" + hashlib.sha256(f"{chain} {diff}".encode()).hexdigest()
         size_file = LAYERDB / chain.removeprefix("sha256:") / "size"
         out[diff] = int(size_file.read_text()) if size_file.is_file() else 0
     return out
 
 
-def layers(cli, plans) -> dict:
-    per = {p.stem: layer_sizes(cli, p.patch.image) for p in plans}
+def layers(client, plans) -> dict:
+    per = {p.stem: layer_sizes(client, p.patch.image) for p in plans}
     unique = {d: s for sizes in per.values() for d, s in sizes.items()}
     one = max(sum(sizes.values()) for sizes in per.values())
     return {"unique_bytes": sum(unique.values()), "one_image_bytes": one,
             "ratio": round(sum(unique.values()) / one, 3), "images": len(per)}
 
 
-def unzip_floor(cli, plan) -> float:
+def unzip_floor(client, plan) -> float:
     """Every wheel of the wheels image unzipped into an empty folder: the least any install can do."""
     with tempfile.TemporaryDirectory() as tmp:
         export = Path(tmp) / "wheels"
@@ -254,22 +254,22 @@ def unzip_floor(cli, plan) -> float:
         return round(time.monotonic() - start, 1)
 
 
-def digest(cli) -> dict:
+def digest(client) -> dict:
     """Two cold builds of gfx950 CK-free (images removed, BuildKit cache pruned before each): their walls and
     whether the wheels, clean and candidate digests are the same."""
     plan = offline_plan(MATRIX[3], run_id="bench-digest")
     walls, ids = [], []
     for _ in range(2):
-        prune(cli, [plan])
-        walls.append(round(timed_run(cli, plan)[0], 1))
-        ids.append({u.name: engine.image_id(cli, u.image) for u in plan.units if u.name in ("wheels", "clean", "candidate")})
+        prune(client, [plan])
+        walls.append(round(timed_run(client, plan)[0], 1))
+        ids.append({u.name: engine.image_id(client, u.image) for u in plan.units if u.name in ("wheels", "clean", "candidate")})
     return {"variant": MATRIX[3].name, "cold_walls_s": walls, "digests": ids[0], "same_digests": ids[0] == ids[1],
             "second_digests": ids[1] if ids[0] != ids[1] else "same"}
 
 
-def noop(cli) -> dict:
+def noop(client) -> dict:
     plan = offline_plan(MATRIX[3], run_id="bench-noop")
-    return {"wall_s": round(timed_run(cli, plan)[0], 2)}
+    return {"wall_s": round(timed_run(client, plan)[0], 2)}
 
 
 def nox_tests() -> float:
@@ -280,25 +280,25 @@ def nox_tests() -> float:
     return round(time.monotonic() - start, 1)
 
 
-def forget_machine(cli, prefix: str) -> None:
+def forget_machine(client, prefix: str) -> None:
     """A second machine: none of the first machine's images (every tag under the prefix), no BuildKit cache."""
-    for image in cli.images.list():
+    for image in client.images.list():
         for tag in image.tags:
             if tag.startswith(prefix):
-                cli.images.remove(tag, force=True)
+                client.images.remove(tag, force=True)
     builder_prune()
 
 
-def registry_flow(cli, registry: str) -> dict:
+def registry_flow(client, registry: str) -> dict:
     plan = offline_plan(MATRIX[3], run_id="bench-reg")
     prefix = f"{registry}/bench-{int(time.time())}"
     remote = with_registry(plan, prefix)
-    prune(cli, [plan, remote])
-    first, _ = timed_run(cli, remote)  # machine 1: cold, builds and pushes
-    forget_machine(cli, prefix)
-    second, steps = timed_run(cli, remote)  # machine 2: pulls by content key
-    prune(cli, [plan])
-    without, _ = timed_run(cli, plan)  # machine 2 without a registry: cold from scratch
+    prune(client, [plan, remote])
+    first, _ = timed_run(client, remote)  # machine 1: cold, builds and pushes
+    forget_machine(client, prefix)
+    second, steps = timed_run(client, remote)  # machine 2: pulls by content key
+    prune(client, [plan])
+    without, _ = timed_run(client, plan)  # machine 2 without a registry: cold from scratch
     return {"first_machine_s": round(first, 1), "second_machine_with_registry_s": round(second, 1),
             "second_machine_steps": steps, "second_machine_without_registry_s": round(without, 1)}
 
@@ -309,43 +309,43 @@ def bump_profile(component: str, ref: str):
     return bumped_profile(ROOT / ".cache" / "bench-profiles", component, ref)
 
 
-def new_bytes(cli, before: str, after: str) -> dict:
-    old = set(layer_sizes(cli, before))
-    sizes = layer_sizes(cli, after)
+def new_bytes(client, before: str, after: str) -> dict:
+    old = set(layer_sizes(client, before))
+    sizes = layer_sizes(client, after)
     new = sum(s for d, s in sizes.items() if d not in old)
     total = sum(sizes.values())
     return {"new_bytes": new, "total_bytes": total, "new_share": round(new / total, 4) if total else None,
             "layers_new": sum(d not in old for d in sizes), "layers": len(sizes)}
 
 
-def bump_run(cli, base, profile, label: str) -> dict:
+def bump_run(client, base, profile, label: str) -> dict:
     plan = make_plan(profile, replace(base.options, run_id=f"bench-{label}"))
     shutil.rmtree(plan.options.run_dir, ignore_errors=True)  # its build logs say which images were built
-    wall, steps = timed_run(cli, plan)
+    wall, steps = timed_run(client, plan)
     # one BuildKit log per unit built (and the candidate attestations' `docker load` log, not a build)
     built = sorted(p.stem for p in plan.options.run_dir.glob("*.log") if not p.stem.endswith(".load"))
     return {"wall_s": round(wall, 1), "steps": steps, "build_s": round(sum(steps.values()), 1),
-            "units_built": built, **new_bytes(cli, base.patch.image, plan.patch.image)}
+            "units_built": built, **new_bytes(client, base.patch.image, plan.patch.image)}
 
 
-def bump(cli) -> dict:
+def bump(client) -> dict:
     base = offline_plan(MATRIX[3], run_id="bench-bump")
     profiles = {"atom": bump_profile("atom", ATOM_BUMP), "aiter": bump_profile("aiter", AITER_BUMP)}
-    prune(cli, [base, *(make_plan(p, base.options) for p in profiles.values())])
-    cold_wall, cold_steps = timed_run(cli, base)
+    prune(client, [base, *(make_plan(p, base.options) for p in profiles.values())])
+    cold_wall, cold_steps = timed_run(client, base)
     out = {"cold": {"wall_s": round(cold_wall, 1), "steps": cold_steps, "build_s": round(sum(cold_steps.values()), 1)}}
     keep = frozenset(u.key for u in getattr(base, "units", ()))  # the cold build's images stay: a node that has them
     bumped = [make_plan(p, base.options) for p in profiles.values()]
     for cache in ("cache", "pruned"):
         for name, profile in profiles.items():
-            drop(cli, bumped, keep)
+            drop(client, bumped, keep)
             if cache == "pruned":
                 builder_prune()
-            row = bump_run(cli, base, profile, f"{name}-{cache}")
+            row = bump_run(client, base, profile, f"{name}-{cache}")
             row["build_share_of_cold"] = round(row["build_s"] / out["cold"]["build_s"], 3)
             out[f"{name}_{cache}"] = row
             print(f"BENCH {name}_{cache} " + json.dumps(row), flush=True)  # a row survives a later failure
-    drop(cli, bumped, keep)
+    drop(client, bumped, keep)
     return out
 
 
@@ -358,7 +358,7 @@ SRC_EDITS = (("python", "aiter/tuned_gemm.py", "#"), ("csrc", "csrc/include/aite
 BUILD_STEPS = ("preflight", "prepare", "wheels", "clean", "dev", "patch")
 
 
-def src_edit(cli, repo: Path, name: str, rel: str, comment: str) -> dict:
+def src_edit(client, repo: Path, name: str, rel: str, comment: str) -> dict:
     """One edit (new bytes every run, so no earlier dev image has its key) to a validated dev image."""
     from cleanbuild.request.checkout import resolve
 
@@ -371,7 +371,7 @@ def src_edit(cli, repo: Path, name: str, rel: str, comment: str) -> dict:
         found = resolve("aiter", repo, str(base.profile.component("aiter").get("ref")))
         read_s = time.monotonic() - start
         plan = make_plan(base.profile, replace(base.options, src=(found,)))
-        rec = pipeline.run(plan, cli, plan.steps, failed_report=False)
+        rec = pipeline.run(plan, client, plan.steps, failed_report=False)
         total = time.monotonic() - start
     finally:
         target.write_bytes(original)
@@ -382,7 +382,7 @@ def src_edit(cli, repo: Path, name: str, rel: str, comment: str) -> dict:
             "units_built": [u.name for u in rec.units if u.status == "built"]}
 
 
-def src(cli) -> dict:
+def src(client) -> dict:
     from tests.support.upstream import AITER_PIN, upstream_dir
 
     out: dict = {}
@@ -392,14 +392,14 @@ def src(cli) -> dict:
         subprocess.run([*git, "clone", "-q", "--no-checkout", str(upstream_dir() / "aiter.git"), str(repo)], check=True)  # noqa: S603
         subprocess.run([*git, "-C", str(repo), "checkout", "-q", AITER_PIN], check=True)  # noqa: S603
         for name, rel, comment in SRC_EDITS:
-            out[name] = src_edit(cli, repo, name, rel, comment)
+            out[name] = src_edit(client, repo, name, rel, comment)
     return out
 
 
 FULL = ("single", "noop", "install", "matrix", "layers", "tests", "registry", "bump", "src")
 
 
-def engines(cli, args, push: bool = False) -> dict:
+def engines(client, args, push: bool = False) -> dict:
     """The cold single row on two engines, one after the other: this one, then --side's (DOCKER_HOST for the SDK
     and for every docker/buildx command the build runs). --rounds N: N such pairs, every second one in the other
     order (so neither engine always builds first); the ratio is of the two engines' median build steps. push:
@@ -445,22 +445,22 @@ def engine_single(host: str | None, registry: str | None) -> dict:
             **({"registry": prefix} if prefix else {}), **single(here, prefix)}
 
 
-def install(cli, args) -> dict:
+def install(client, args) -> dict:
     """The current single row's cold clean step over the unzip floor (the full run measures single first)."""
     cold = current(args.out, "single")
     if cold is None:
         sys.exit("the install row reads the single row's clean step: run --only single,install")
-    floor = unzip_floor(cli, offline_plan(MATRIX[3], run_id="bench"))
+    floor = unzip_floor(client, offline_plan(MATRIX[3], run_id="bench"))
     return {"clean_step_cold_s": cold["steps"]["clean"], "unzip_floor_s": floor,
             "ratio": round(cold["steps"]["clean"] / floor, 2)}
 
 
-ONLY = {"single": lambda cli, a: single(cli), "noop": lambda cli, a: noop(cli), "install": install,
-        "matrix": matrix_rounds, "tests": lambda cli, a: {"wall_s": nox_tests()},
-        "layers": lambda cli, a: layers(cli, [offline_plan(v, run_id="bench") for v in MATRIX]),
-        "registry": lambda cli, a: registry_flow(cli, a.registry), "bump": lambda cli, a: bump(cli),
-        "src": lambda cli, a: src(cli), "digest": lambda cli, a: digest(cli), "engines": engines,
-        "engines_push": lambda cli, a: engines(cli, a, push=True)}
+ONLY = {"single": lambda client, a: single(client), "noop": lambda client, a: noop(client), "install": install,
+        "matrix": matrix_rounds, "tests": lambda client, a: {"wall_s": nox_tests()},
+        "layers": lambda client, a: layers(client, [offline_plan(v, run_id="bench") for v in MATRIX]),
+        "registry": lambda client, a: registry_flow(client, a.registry), "bump": lambda client, a: bump(client),
+        "src": lambda client, a: src(client), "digest": lambda client, a: digest(client), "engines": engines,
+        "engines_push": lambda client, a: engines(client, a, push=True)}
 
 
 def main() -> int:
@@ -478,13 +478,13 @@ def main() -> int:
     unknown = [row for row in rows if row not in ONLY]
     if unknown:
         parser.error(f"--only {','.join(unknown)}: not a row; the rows are {','.join(ONLY)}")
-    cli = engine.client()
-    facts = engine.preflight(cli, 1.0)
+    client = engine.client()
+    facts = engine.preflight(client, 1.0)
     store = "containerd image store" if facts.containerd_store else "classic image store"
     stamp = {"date": dt.date.today().isoformat(), "engine": f"Docker {facts.version}, {store}",
              "command": " ".join(["python", "benchmarks/bench_build.py", *sys.argv[1:]])}
     for row in rows:
-        result = ONLY[row](cli, args)
+        result = ONLY[row](client, args)
         record(args.out, row, {**stamp, "result": result})
         print(f"BENCH {row} " + json.dumps(result), flush=True)
     print("then: python benchmarks/render.py --write")

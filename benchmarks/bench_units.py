@@ -57,13 +57,13 @@ def _adding(fn, spent: dict, here: threading.local, part: str):
 def main() -> int:
     spent: dict = collections.defaultdict(lambda: collections.defaultdict(float))
     timed(spent, threading.local())
-    cli = engine.client()
-    row = bench_build.single(cli)
+    client = engine.client()
+    row = bench_build.single(client)
     units = {u: {k: round(v, 2) for k, v in parts.items()} for u, parts in spent.items()}
     outside = {u: round(p["total_s"] - p.get("build_s", 0.0), 2) for u, p in units.items()}
     result = {"variant": row["variant"], "steps": row["steps"], "units": units,
               "outside_build_s": outside, "outside_build_total_s": round(sum(outside.values()), 1)}
-    facts = engine.preflight(cli, 1.0)
+    facts = engine.preflight(client, 1.0)
     store = "containerd image store" if facts.containerd_store else "classic image store"
     record(ROOT / "benchmarks" / "results.json", "units", {
         "date": dt.date.today().isoformat(), "engine": f"Docker {facts.version}, {store}",

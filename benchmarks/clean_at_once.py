@@ -29,21 +29,21 @@ from tests.support.builds import forget, offline_plan  # noqa: E402
 BUILD = ("preflight", "prepare", "wheels")
 
 
-def cold(cli, plan) -> None:
-    forget(cli, [plan.unit(n) for n in (*CLEAN_UNITS, "candidate")])
+def cold(client, plan) -> None:
+    forget(client, [plan.unit(n) for n in (*CLEAN_UNITS, "candidate")])
     bench_build.builder_prune()
 
 
-def one_after_another(cli, plan, rec) -> tuple[float, dict[str, str]]:
-    cold(cli, plan)
-    ctx, own = steps.Ctx(plan, cli, steps.Journal()), {"clean": steps.clean_labels(plan, rec)}
+def one_after_another(client, plan, rec) -> tuple[float, dict[str, str]]:
+    cold(client, plan)
+    ctx, own = steps.Ctx(plan, client, steps.Journal()), {"clean": steps.clean_labels(plan, rec)}
     start = time.monotonic()
     done = [steps._ensure(ctx, rec, plan.unit(n), own.get(n, ())) for n in CLEAN_UNITS]
     return time.monotonic() - start, {u.name: u.image_id for u in done}
 
 
-def at_once(cli, plan, labels: dict[str, dict[str, str]], reproducible: bool) -> tuple[float, dict[str, str]]:
-    cold(cli, plan)
+def at_once(client, plan, labels: dict[str, dict[str, str]], reproducible: bool) -> tuple[float, dict[str, str]]:
+    cold(client, plan)
     units = [plan.unit(n) for n in CLEAN_UNITS]
     with tempfile.TemporaryDirectory() as tmp:
         out = {u.name: Path(tmp) / u.name for u in units}
@@ -63,17 +63,17 @@ def at_once(cli, plan, labels: dict[str, dict[str, str]], reproducible: bool) ->
 
 
 def main() -> int:
-    cli = engine.client()
-    reproducible = engine.preflight(cli, 1.0).reproducible
+    client = engine.client()
+    reproducible = engine.preflight(client, 1.0).reproducible
     plan = offline_plan(bench_build.MATRIX[3], run_id="bench")
-    rec = pipeline.run(plan, cli, BUILD, failed_report=False)
-    wall, first = one_after_another(cli, plan, rec)
+    rec = pipeline.run(plan, client, BUILD, failed_report=False)
+    wall, first = one_after_another(client, plan, rec)
     print(f"one after another: {wall:.1f} s {first}", flush=True)
-    labels = {n: engine.inspect(cli, i)["Config"]["Labels"] or {} for n, i in first.items()}
+    labels = {n: engine.inspect(client, i)["Config"]["Labels"] or {} for n, i in first.items()}
     for _ in range(int(sys.argv[1]) if len(sys.argv) > 1 else 1):
-        wall, ids = at_once(cli, plan, labels, reproducible)
+        wall, ids = at_once(client, plan, labels, reproducible)
         print(f"at once: {wall:.1f} s, same IDs: {ids == first}", flush=True)
-        wall, ids = one_after_another(cli, plan, rec)
+        wall, ids = one_after_another(client, plan, rec)
         print(f"one after another: {wall:.1f} s, same IDs: {ids == first}", flush=True)
     return 0
 

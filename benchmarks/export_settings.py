@@ -55,10 +55,10 @@ def once(plan, unit: str, setting: str, meta: Path) -> str:
 
 def main() -> int:
     units, settings = sys.argv[1].split(","), sys.argv[2].split(",")
-    cli = engine.client()
+    client = engine.client()
     plan = offline_plan(bench_build.MATRIX[3], run_id="bench")
     if "--skip-cold" not in sys.argv:
-        print(json.dumps(bench_build.single(cli)["steps"]), flush=True)
+        print(json.dumps(bench_build.single(client)["steps"]), flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         for unit in units:
             for setting in settings:

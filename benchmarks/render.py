@@ -4,7 +4,7 @@
     python benchmarks/render.py --write    # write benchmarks/README.md
 
 Standard library only. Every row says its value, the date it was measured and the command that measured it; the
-page is never edited by hand (tests/host/test_benchmarks_page.py fails when it differs from this script's output).
+page is never edited by hand (tests/benchmarks/test_benchmarks_page.py fails when it differs from this script's output).
 Earlier runs stay in results.json under "superseded" (CHANGELOG.md tells what changed between them).
 """
 

@@ -26,7 +26,6 @@ from typing import Any
 
 from cleanbuild.bisect.checks import Check
 from cleanbuild.bisect.probe import UNTESTABLE, Finding, validation_finding
-from cleanbuild.cli.settings import profile as load_profile
 from cleanbuild.core import engine
 from cleanbuild.core.errors import BuildFailed, StepFailed, UsageError
 from cleanbuild.gpuhost.arch import Arch
@@ -34,6 +33,7 @@ from cleanbuild.images import pipeline
 from cleanbuild.images.plan import Plan, make_plan
 from cleanbuild.images.record import BuildRecord, StepFailedWith
 from cleanbuild.request.build import Request
+from cleanbuild.request.load import load_profile
 from cleanbuild.upstream import lock
 from cleanbuild.upstream.profiles import PROFILE_DIR, chain
 
@@ -101,19 +101,19 @@ def plan_for(setup: Setup, component: str, sha: str, checks: tuple[Check, ...], 
 
 def probe(setup: Setup, component: str, checks: tuple[Check, ...], sha: str, folder: Path) -> list[Finding]:
     """Build sha's image and validate it: one finding per check. folder: the step's own (its profile and lock)."""
-    cli = engine.client()
+    client = engine.client()
     try:
         plan = plan_for(setup, component, sha, checks, folder)  # a commit the lock cannot be made for: skipped too
-        rec = pipeline.run(plan, cli, BUILD, failed_report=False)
+        rec = pipeline.run(plan, client, BUILD, failed_report=False)
     except UNTESTABLE_ERRORS as exc:
         why = (str(exc).splitlines() or [type(exc).__name__])[0]
         return [Finding(c.label, UNTESTABLE, f"{c.label}: untestable: the image of {sha[:12]} did not build: {why}")
                 for c in checks]
     try:
-        rec = pipeline.run(plan, cli, ("validate",), rec, failed_report=False)
+        rec = pipeline.run(plan, client, ("validate",), rec, failed_report=False)
     except StepFailedWith as exc:
         rec = exc.record
-        engine.untag(cli, f"{plan.release_repo}:{plan.options.run_id}-failed")  # the candidate keeps its key name
+        engine.untag(client, f"{plan.release_repo}:{plan.options.run_id}-failed")  # the candidate keeps its key name
     return [_finding(rec, c, sha) for c in checks]
 
 

@@ -2,7 +2,7 @@
 
 The tables go between `<!-- tasks:begin -->`/`<!-- tasks:end -->` and `<!-- options:begin -->`/`<!-- options:end -->`
 in README.md. Without --write, prints both; with --write, replaces README's blocks in place (exit 2 when a marker
-is missing). tests/host/test_clidoc.py fails when README's blocks differ from this output.
+is missing). tests/cli/test_clidoc.py fails when README's blocks differ from this output.
 """
 
 from __future__ import annotations

@@ -13,11 +13,12 @@ from pathlib import Path
 
 from invoke import Collection, Context
 
-from cleanbuild.cli.settings import Request
 from cleanbuild.cli.signature import cli_task
-from cleanbuild.commands import build
+from cleanbuild.commands import build, existing, sources, verify_image
 from cleanbuild.core import refs
+from cleanbuild.core.console import print_rows
 from cleanbuild.core.outputs import output_file
+from cleanbuild.request.build import Request
 
 BUILD = ("arch", "ck_free", "profile", "set", "builder", "ca_bundle", "progress", "registry", "src", "mirror")
 GPU = ("gpu", "user_id")
@@ -30,7 +31,7 @@ def arch(c: Context, request: Request, json: bool = False) -> None:
     if json:
         print(jsonlib.dumps(info, indent=2))
     else:
-        build.print_rows("architecture", info)
+        print_rows("architecture", info)
 
 
 @cli_task(common=(*BUILD[:6], "model", "src", "mirror"), matrix=True)
@@ -59,20 +60,20 @@ def clean(c: Context, request: Request, dry_run: bool = False) -> None:
 def patch(c: Context, request: Request, folder: str | None = None, image: str | None = None,
           only: list[str] | None = None, check: bool = False, dry_run: bool = False) -> None:
     """Apply the source patches (aiter tuned_gemm and jit/core, ATOM CK-free) to a folder or an image."""
-    build.patch(folder=folder, image=image, only=tuple(only or ()), check=check, dry_run=dry_run, request=request)
+    existing.patch(folder=folder, image=image, only=tuple(only or ()), check=check, dry_run=dry_run, request=request)
 
 
 @cli_task(common=("profile", "set", *GPU, "arch", "model"), positional=("model",), image="image to run the smoke test in",
           model="model folder (mounted read-only)", arch="arch (default: the image's label)")
 def smoke(c: Context, request: Request, image: str) -> None:
     """Generate 10 tokens with a model inside an image and count them."""
-    build.smoke(image, request)
+    existing.smoke(image, request)
 
 
 @cli_task(common=("user",), image="the image to tag (name or ID)", dry_run="show the tag and why, tag nothing")
 def tag(c: Context, request: Request, image: str, dry_run: bool = False) -> None:
     """Tag an image per convention: user_date_rocmX_aiterY_atomZ, versions read from the image."""
-    build.tag(image, request, dry_run=dry_run)
+    existing.tag(image, request, dry_run=dry_run)
 
 
 @cli_task(common=(*BUILD[:7], "model", "allow_no_smoke", "user", *GPU, "registry", "src", "mirror"), matrix=True)
@@ -87,7 +88,7 @@ def build_clean(c: Context, request: Request, dry_run: bool = False) -> None:
           allow_no_smoke="promote even without a smoke test")
 def promote(c: Context, request: Request, ref: str) -> None:
     """On a GPU node: pull by digest, validate and smoke-test here, then push the release tag and the report."""
-    build.promote(ref, request)
+    existing.promote(ref, request)
 
 
 @cli_task(common=("arch", "device", *GPU, "profile", "set"), image="image to validate (tag or ID)",
@@ -97,7 +98,7 @@ def promote(c: Context, request: Request, ref: str) -> None:
 def validate(c: Context, request: Request, image: str, json_file: str | None = None) -> int:
     """Run the validation kernels inside an image (build-clean's validate step); `-- ARGS` go to the kernels."""
     rest = tuple(c.config.get("validation_args") or ())
-    return build.validate(image, replace(request, device=request.device or "cuda"), rest=rest,
+    return existing.validate(image, replace(request, device=request.device or "cuda"), rest=rest,
                              dest=output_file(json_file, "--json-file") if json_file else None)
 
 
@@ -105,7 +106,7 @@ def validate(c: Context, request: Request, image: str, json_file: str | None = N
           open="open its report.html in the desktop's web browser")
 def report(c: Context, tag: str, html: bool = False, open_: bool = False) -> None:
     """Print a build's report again, from reports/<repository>/<tag>/."""
-    build.print_report(tag, html=html, open_page=open_)
+    existing.print_report(tag, html=html, open_page=open_)
 
 
 @cli_task(common=("profile", "set", "mirror"), bump="move this git pin (aiter, atom, ...) when no patch drifts on the candidate",
@@ -113,7 +114,7 @@ def report(c: Context, tag: str, html: bool = False, open_: bool = False) -> Non
 def pins(c: Context, request: Request, json: bool = False, bump: str | None = None, to: str | None = None,
          dry_run: bool = False) -> int:
     """Check every pin against its repository or index (exit 1 wrong, 3 unreachable); --bump moves one."""
-    return build.pins(request, as_json=json, bump=bump, to=to, dry_run=dry_run)
+    return sources.run_pins(request, as_json=json, bump=bump, to=to, dry_run=dry_run)
 
 
 @cli_task(common=("profile", "set", "mirror"), iterable=("upgrade_package",),
@@ -121,7 +122,7 @@ def pins(c: Context, request: Request, json: bool = False, bump: str | None = No
           upgrade_package="let this package move to its newest allowed version (repeatable)")
 def lock(c: Context, request: Request, upgrade_package: list[str] | None = None, check: bool = False) -> int:
     """(Re)make the profile's locked closure (uv pip compile --generate-hashes) from the pinned sources."""
-    return build.lock(request, upgrade=tuple(upgrade_package or ()), check=check)
+    return sources.run_lock(request, upgrade=tuple(upgrade_package or ()), check=check)
 
 
 @cli_task(common=("arch",), iterable=("tp",), image="image to audit (name or ID); must be in the local engine, never pulled",
@@ -133,12 +134,12 @@ def lock(c: Context, request: Request, upgrade_package: list[str] | None = None,
 def audit(c: Context, request: Request, image: str, model: str | None = None, tp: list[str] | None = None,
           json: bool = False, report: str | None = None, run_kernels: bool = False) -> int:
     """Check an existing image for every known pitfall, without rebuilding it (exit 1 when one is PRESENT)."""
-    from cleanbuild.commands import audit_image as auditing
+    from cleanbuild.commands import audit_image
 
     refs.image_ref(image, "audit IMAGE")  # before any engine call
-    result = auditing.audit(image, arch=next(iter(request.arch), None), model=model, tp=tuple(tp or (1,)),
+    result = audit_image.audit(image, arch=next(iter(request.arch), None), model=model, tp=tuple(tp or (1,)),
                             report_dir=Path(report) if report else None, device=run_kernels)
-    auditing.render(result, as_json=json)
+    audit_image.render(result, as_json=json)
     return result.exit_code
 
 
@@ -147,7 +148,7 @@ def audit(c: Context, request: Request, image: str, model: str | None = None, tp
           profile="the profile to rebuild with (default: the image's own label)")
 def verify(c: Context, request: Request, ref: str, json: bool = False) -> None:
     """Rebuild an image from its own labels here and compare digests (exit 1: the first differing layer and file)."""
-    build.verify(ref, request, as_json=json)
+    verify_image.verify(ref, request, as_json=json)
 
 
 @cli_task(common=("arch", "profile", "set", "device", "mirror", "ck_free", "ca_bundle", "progress"),

@@ -11,8 +11,7 @@ from __future__ import annotations
 import sys
 
 from cleanbuild.core.clone import not_a_clone
-
-INTERRUPTED = "error: interrupted (Ctrl-C). To fix, run the command again; temporary containers were removed."
+from cleanbuild.core.interrupts import INTERRUPTED
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -25,9 +25,9 @@ from invoke import Exit, ParseError, Program
 from cleanbuild import __version__
 from cleanbuild.cli import invokefiles
 from cleanbuild.cli.collection import ns
-from cleanbuild.cli.main import INTERRUPTED
 from cleanbuild.core.boundary import checked_output
 from cleanbuild.core.errors import UsageError
+from cleanbuild.core.interrupts import INTERRUPTED
 from cleanbuild.core.spec import REPO_ROOT
 
 

@@ -11,21 +11,16 @@ cleanbuild.cli.invokefiles).
 from __future__ import annotations
 
 import json
-import re
 import types
 from collections.abc import Mapping
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
-
 from cleanbuild.cli.options import BY_NAME, CONFIG_KEYS, OPTIONS, RENAMED, given
 from cleanbuild.core.errors import UsageError
-from cleanbuild.core.refs import git_ref, git_remote, image_ref
 from cleanbuild.core.spec import new_run_id
-from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.request.build import Request
-from cleanbuild.upstream import mirror as mirrors
-from cleanbuild.upstream.profiles import Profile, load, parse_sets, table
+from cleanbuild.request.load import load_profile, parse_arch
+from cleanbuild.upstream.profiles import parse_sets, table
 
 __all__ = ["Request", "new_run_id", "resolve", "site_config", "site_file"]
 
@@ -129,52 +124,6 @@ def resolve(flags: Mapping[str, object], raw_config: object, *, matrix: bool = F
     overrides = {**table(values.pop("overrides") or {}), **parse_sets(list(values.pop("set")))}
     name = given(BY_NAME["profile"], flags, config, environ)
     mirror_from = given(BY_NAME["mirror"], flags, config, environ).where
-    loaded = profile(str(values["profile"]), overrides, values["mirror"], mirror_from)
+    loaded = load_profile(str(values["profile"]), overrides, values["mirror"], mirror_from)
     return Request(**{**values, "profile": loaded, "profile_from": name.where,
                       "overrides": overrides, "arch": parse_arch(values["arch"], matrix=matrix)})
-
-
-def parse_arch(text: str | None, *, matrix: bool = False) -> tuple[Arch, ...]:
-    """The one place an arch name (--arch, an image's arch label) becomes an Arch. matrix: a list such as
-    gfx942,gfx950 (build-clean, plan, wheels, clean); else exactly one name. Empty: ()."""
-    if not text:
-        return ()
-    return Arch.parse_list(text) if matrix else (Arch.parse(text),)
-
-
-def profile(name: str, overrides: Mapping[str, object], mirror: Path | None = None,
-            mirror_from: str = mirrors.ENV) -> Profile:
-    """A profile by name or .toml path, with the overrides in force, checked (the request's, or an image's label),
-    its git components read from the mirror when one is set (mirror_from: where it was set, for the message)."""
-    path = Path(name) if name.endswith(".toml") else None
-    return mirrors.attach(checked_profile(load(Path(name).stem if path else name, overrides, path)), mirror,
-                          mirror_from)
-
-
-DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
-
-
-def checked_profile(profile: Profile) -> Profile:
-    """The values that reach git, the engine and packaging, checked once at the edge (exit 2 naming the key):
-    git repos and refs (cleanbuild.core.refs), versions (PEP 440), the base image reference and digest."""
-    where = f"(profile {profile.file} or --set)"
-    if not re.match(r"^3\.[0-9]+$", profile.python):
-        raise UsageError(f"python {where} {profile.python!r} is not a Python version like 3.12. To fix, write the "
-                         "base image's Python as MAJOR.MINOR.")
-    image_ref(str(profile.base["image"]), f"base.image {where}")
-    digest = profile.base.get("digest")
-    if digest and not DIGEST.match(str(digest)):
-        raise UsageError(f"base.digest {where} {digest!r} is not sha256:<64 hex>. To fix, pin the digest "
-                         "`docker buildx imagetools inspect IMAGE` prints.")
-    for comp in profile.components:
-        if comp.source == "git":
-            git_remote(str(comp.get("repo")), f"components.{comp.name}.repo {where}")
-            git_ref(str(comp.get("ref")), f"components.{comp.name}.ref {where}")
-        version = comp.get("version")
-        if version:
-            try:
-                Version(str(version))
-            except InvalidVersion:
-                raise UsageError(f"components.{comp.name}.version {where} {version!r} is not a version (PEP 440). "
-                                 "To fix, write it as the index lists it, e.g. 2.11.0+rocm7.2.") from None
-    return profile

@@ -18,11 +18,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from cleanbuild.cli.settings import new_run_id
 from cleanbuild.core import engine
 from cleanbuild.core.errors import EnvironmentProblem, StepFailed, UsageError
 from cleanbuild.core.outputs import output_folder
-from cleanbuild.core.spec import REPO_ROOT, RunSpec
+from cleanbuild.core.spec import REPO_ROOT, RunSpec, new_run_id
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.images import attest, htmlpage, sbom
 
@@ -99,28 +98,28 @@ class AuditResult:
 
 
 def audit(image: str, *, arch: Arch | None, model: str | None, tp: tuple[int | str, ...], report_dir: Path | None,
-          device: bool, cli: DockerClient | None = None) -> AuditResult:
+          device: bool, client: DockerClient | None = None) -> AuditResult:
     """Audit IMAGE as it is: 0 findings PRESENT -> exit_code 0, else 1. Bad input raises before any container."""
     inputs = check_inputs(arch, model, tp)
     if report_dir is not None:
         output_folder(report_dir, "--report")
     start = time.monotonic()
-    cli = cli or engine.client()
-    image_ref = engine.image_id(cli, image)
+    client = client or engine.client()
+    image_ref = engine.image_id(client, image)
     if image_ref is None:
         raise EnvironmentProblem(f"image {image} is not in the local Docker engine (the audit never pulls). "
                                  f"To fix, `docker pull {image}` or build it first.")
     gpu_flags = gpu_kwargs(inputs.arch) if device else {}  # checked before any container starts
-    attrs = engine.inspect(cli, image)
+    attrs = engine.inspect(client, image)
     run_id = new_run_id()
     with tempfile.TemporaryDirectory(prefix=f"atom-audit-{run_id}-") as tmp:
         out = Path(tmp)
-        probe, python = run_probe(cli, image, inputs, attrs, out, run_id, want_csv=report_dir is not None)
+        probe, python = run_probe(client, image, inputs, attrs, out, run_id, want_csv=report_dir is not None)
         dev = {}
         if device:
             spec = device_spec(inputs.arch or probe.get("image_arch"), attrs, out / "device", run_id, python)
-            dev = run_device(cli, image, spec, gpu_flags, out / "device")
-        result = _result(cli, image, image_ref, inputs, attrs, probe, python, dev, time.monotonic() - start)
+            dev = run_device(client, image, spec, gpu_flags, out / "device")
+        result = _result(client, image, image_ref, inputs, attrs, probe, python, dev, time.monotonic() - start)
         if report_dir is not None:
             result = write_report(result, report_dir, out / "untuned-gemm.csv")
     return result
@@ -128,7 +127,7 @@ def audit(image: str, *, arch: Arch | None, model: str | None, tp: tuple[int | s
 
 def check_inputs(arch: Arch | None, model: str | None, tp: tuple[int | str, ...]) -> Inputs:
     """UsageError (exit 2) for anything wrong with the flags, before the engine is touched (--arch is parsed by
-    the task, cleanbuild.cli.settings.parse_arch)."""
+    the task, cleanbuild.request.load.parse_arch)."""
     name = arch.value if arch else None
     try:
         sizes = tuple(int(n) for n in tp)  # invoke hands repeated flags over as strings
@@ -196,12 +195,12 @@ def image_env(attrs: dict[str, Any]) -> dict[str, str]:
     return dict(p.split("=", 1) if "=" in p else (p, "") for p in pairs)
 
 
-def run_probe(cli: DockerClient, image: str, inputs: Inputs, attrs: dict[str, Any], out: Path, run_id: str, *,
+def run_probe(client: DockerClient, image: str, inputs: Inputs, attrs: dict[str, Any], out: Path, run_id: str, *,
               want_csv: bool) -> tuple[dict[str, Any], str]:
     """Run the probe with the image's `python` (else `python3`) and return its JSON report."""
     for python in PYTHONS:
         spec = probe_spec(inputs, attrs, out, run_id, python, want_csv)
-        result = run_sealed(cli, image, spec)
+        result = run_sealed(client, image, spec)
         if result is None:
             continue  # no such interpreter in the image: try the next name
         report = out / "audit.json"
@@ -213,11 +212,11 @@ def run_probe(cli: DockerClient, image: str, inputs: Inputs, attrs: dict[str, An
     raise StepFailed(f"{image} has neither `python` nor `python3` on its PATH. To fix, audit an image with Python 3.10+.")
 
 
-def run_sealed(cli: DockerClient, image: str, spec: RunSpec, timeout_s: float = TIMEOUT_S) -> engine.RunResult | None:
+def run_sealed(client: DockerClient, image: str, spec: RunSpec, timeout_s: float = TIMEOUT_S) -> engine.RunResult | None:
     """engine.run_container, sealed (read-only root, tmpfs /tmp, no entrypoint, no new privileges); None when the
     command's executable is not in the image. The container is removed in any case, Ctrl-C too."""
     try:
-        return engine.run_container(cli, image, spec, timeout_s=timeout_s, sealed=True)
+        return engine.run_container(client, image, spec, timeout_s=timeout_s, sealed=True)
     except engine.MissingExecutable:
         return None
 
@@ -233,17 +232,17 @@ def device_spec(arch: str | None, attrs: dict[str, Any], out: Path, run_id: str,
                    env=tuple(env.items()), gpu=True, network="none", workdir=PROBE_ROOT)
 
 
-def run_device(cli: DockerClient, image: str, spec: RunSpec, gpu_flags: RunOptions, out: Path) -> dict[str, Any]:
+def run_device(client: DockerClient, image: str, spec: RunSpec, gpu_flags: RunOptions, out: Path) -> dict[str, Any]:
     """The validation kernels on the GPU; their verdict becomes one finding."""
-    result = engine.run_container(cli, image, spec, gpu_flags, timeout_s=TIMEOUT_S)
+    result = engine.run_container(client, image, spec, gpu_flags, timeout_s=TIMEOUT_S)
     report = out / "validation.json"
     data = json.loads(report.read_text()) if report.is_file() else {}
     return {"exit_code": result.exit_code, "report": data, "log_tail": result.logs[-2000:]}
 
 
-def _result(cli: DockerClient, image: str, image_ref: str, inputs: Inputs, attrs: dict[str, Any], probe: dict[str, Any],
+def _result(client: DockerClient, image: str, image_ref: str, inputs: Inputs, attrs: dict[str, Any], probe: dict[str, Any],
             python: str, dev: dict[str, Any], seconds: float) -> AuditResult:
-    history, largest = engine.history(cli, image), engine.largest_layers(cli, image)
+    history, largest = engine.history(client, image), engine.largest_layers(client, image)
     findings = [*probe.get("findings", []), *host_findings(attrs, history, inputs.arch, largest),
                 supply_chain_finding(image_ref, REPO_ROOT / "reports", pushed_attestations(attrs))]
     if dev:

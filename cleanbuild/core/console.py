@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from rich.console import Console
@@ -86,3 +86,7 @@ def units_table(plan: _Plan, states: list[dict[str, str]]) -> Table:
     for unit, state in zip(plan.units, states, strict=True):
         table.add_row(unit.name, unit.short, unit.image, state["state"], state["why"])
     return table
+
+
+def print_rows(title: str, rows: Mapping[str, object]) -> None:
+    console.print(key_values(title, list(rows.items())))

@@ -84,18 +84,18 @@ def client() -> DockerClient:
     import docker  # the SDK is a host dependency; imported late so `invoke --list` works without an engine
 
     try:
-        cli = docker.from_env(timeout=600)
-        cli.ping()
+        client = docker.from_env(timeout=600)
+        client.ping()
     except Exception as exc:  # noqa: BLE001 - any failure to reach the engine is the same problem to the user
         raise EnvironmentProblem(f"the Docker engine is not reachable ({type(exc).__name__}). To fix, start dockerd "
                                  "(see .ci/install-docker.sh) or set DOCKER_HOST.") from None
-    return cli
+    return client
 
 
 @_boundary
-def preflight(cli: DockerClient, need_gib: float, builder: str | None = None) -> EngineFacts:
+def preflight(client: DockerClient, need_gib: float, builder: str | None = None) -> EngineFacts:
     """Engine recent enough, buildx present (and the builder, when one is named), disk space for the plan."""
-    version = str(cli.version().get("Version", "0"))
+    version = str(client.version().get("Version", "0"))
     if Version(_numeric(version)) < MIN_ENGINE:
         raise EnvironmentProblem(f"Docker engine {version} is too old for BuildKit mounts. To fix, upgrade to {MIN_ENGINE} or newer.")
     result = run(["docker", "buildx", "version"], check=False, capture=True, echo=False)
@@ -103,7 +103,7 @@ def preflight(cli: DockerClient, need_gib: float, builder: str | None = None) ->
         raise EnvironmentProblem("the buildx CLI plugin is missing. To fix, install docker-buildx (see .ci/install-docker.sh).")
     if builder and run(["docker", "buildx", "inspect", builder], check=False, capture=True, echo=False).returncode:
         raise UsageError(f"buildx builder {builder!r} does not exist. To fix, create it (docker buildx create) or drop --builder.")
-    info = cli.info()
+    info = client.info()
     root = info.get("DockerRootDir", "/var/lib/docker")
     free = shutil.disk_usage(root if Path(root).exists() else "/").free / 2**30
     if free < need_gib:
@@ -127,35 +127,35 @@ def _numeric(version: str) -> str:
 
 
 @_boundary
-def image_id(cli: DockerClient, name: str) -> str | None:
+def image_id(client: DockerClient, name: str) -> str | None:
     import docker
 
     try:
-        return cli.images.get(name).id
+        return client.images.get(name).id
     except docker.errors.ImageNotFound:
         return None
 
 
 @_boundary
-def inspect(cli: DockerClient, ref: str) -> dict[str, Any]:
+def inspect(client: DockerClient, ref: str) -> dict[str, Any]:
     """The engine's inspect JSON (arbitrary nesting, read by key where it is used)."""
-    return _inspected(cli, ref)
+    return _inspected(client, ref)
 
 
-def _inspected(cli: DockerClient, ref: str) -> dict[str, Any]:
-    inspected: dict[str, Any] = cli.api.inspect_image(ref)  # type: ignore[no-untyped-call]  # types-docker leaves it untyped
+def _inspected(client: DockerClient, ref: str) -> dict[str, Any]:
+    inspected: dict[str, Any] = client.api.inspect_image(ref)  # type: ignore[no-untyped-call]  # types-docker leaves it untyped
     return inspected
 
 
 @_boundary
-def read_file(cli: DockerClient, image: str, path: str, run_id: str = "adhoc") -> bytes | None:
+def read_file(client: DockerClient, image: str, path: str, run_id: str = "adhoc") -> bytes | None:
     """A file's bytes from an image without starting it (create, get_archive, remove); None when absent."""
     import docker
 
     # Ctrl-C waits for the read (a second or two): one landing between the engine creating the container and the
     # SDK returning it left it behind, where the run's cleanup raced the engine's create (measured 2026-12-01).
     with interrupts.held():
-        container = cli.containers.create(image, command=["/nonexistent"], entrypoint=[], network_disabled=True,
+        container = client.containers.create(image, command=["/nonexistent"], entrypoint=[], network_disabled=True,
                                           name=f"atom-read-{run_id}-{next(_COUNTER)}",
                                           labels={metadata.RUN_LABEL: run_id})
         try:
@@ -171,8 +171,8 @@ def read_file(cli: DockerClient, image: str, path: str, run_id: str = "adhoc") -
                 container.remove(force=True)
 
 
-def read_json(cli: DockerClient, image: str, path: str, run_id: str = "adhoc") -> object | None:
-    data = read_file(cli, image, path, run_id)
+def read_json(client: DockerClient, image: str, path: str, run_id: str = "adhoc") -> object | None:
+    data = read_file(client, image, path, run_id)
     if not data:
         return None
     try:
@@ -198,7 +198,7 @@ SEALED_FLAGS = ("--read-only", "--tmpfs", "/tmp", "--entrypoint", "", "--user", 
 
 
 @_boundary
-def run_container(cli: DockerClient, image: str, spec: RunSpec, gpu: Mapping[str, Any] | None = None, timeout_s: float = 3600, *,
+def run_container(client: DockerClient, image: str, spec: RunSpec, gpu: Mapping[str, Any] | None = None, timeout_s: float = 3600, *,
                   sealed: bool = False) -> RunResult:
     """Run spec in image: the one place a container is started. gpu: the device kwargs of cleanbuild.gpuhost.gpu. Logs
     come back whatever the exit; the container is created, then started inside the `try`, so a failed start is
@@ -214,7 +214,7 @@ def run_container(cli: DockerClient, image: str, spec: RunSpec, gpu: Mapping[str
     argv = spec.argv(image)
     shown = [*argv[:3], *SEALED_FLAGS, *argv[3:]] if sealed else argv
     print(f"+ {shlex.join(shown)}", file=sys.stderr, flush=True)  # stderr, as every command: stdout is a task's answer
-    container = cli.containers.create(image, list(spec.command), **kwargs)
+    container = client.containers.create(image, list(spec.command), **kwargs)
     try:
         try:
             container.start()
@@ -268,13 +268,13 @@ def _sealed_kwargs(spec: RunSpec) -> dict[str, Any]:
 
 
 @_boundary
-def remove_run_containers(cli: DockerClient, run_id: str) -> list[str]:
+def remove_run_containers(client: DockerClient, run_id: str) -> list[str]:
     """Every container a run created, found by its label (even one a Ctrl-C left with a random name)."""
     import docker
 
     removed = []
     # ignore_removed: a container that goes away between the list and its inspect (a --rm run ending) is not an error
-    for c in cli.containers.list(all=True, ignore_removed=True, filters={"label": f"{metadata.RUN_LABEL}={run_id}"}):
+    for c in client.containers.list(all=True, ignore_removed=True, filters={"label": f"{metadata.RUN_LABEL}={run_id}"}):
         with contextlib.suppress(docker.errors.NotFound):
             c.remove(force=True)
             removed.append(c.name or c.short_id)  # the engine names every container; the SDK types it Optional
@@ -282,33 +282,33 @@ def remove_run_containers(cli: DockerClient, run_id: str) -> list[str]:
 
 
 @_boundary
-def tag(cli: DockerClient, image: str, repository: str, tag_name: str) -> str:
-    if not cli.images.get(image).tag(repository, tag_name):
+def tag(client: DockerClient, image: str, repository: str, tag_name: str) -> str:
+    if not client.images.get(image).tag(repository, tag_name):
         raise StepFailed(f"the engine did not tag {image} as {repository}:{tag_name}.")
     return f"{repository}:{tag_name}"
 
 
 @_boundary
-def untag(cli: DockerClient, ref: str) -> bool:
+def untag(client: DockerClient, ref: str) -> bool:
     import docker
 
     try:
-        cli.images.remove(ref, noprune=True)
+        client.images.remove(ref, noprune=True)
         return True
     except docker.errors.ImageNotFound:
         return False
 
 
 @_boundary
-def largest_layers(cli: DockerClient, image: str, count: int = 5) -> list[dict[str, Any]]:
-    layers = sorted(history(cli, image), key=lambda h: h.get("Size", 0), reverse=True)[:count]
+def largest_layers(client: DockerClient, image: str, count: int = 5) -> list[dict[str, Any]]:
+    layers = sorted(history(client, image), key=lambda h: h.get("Size", 0), reverse=True)[:count]
     return [{"size": h.get("Size", 0), "created_by": (h.get("CreatedBy") or "")[:160]} for h in layers]
 
 
 @_boundary
-def history(cli: DockerClient, image: str) -> list[dict[str, Any]]:
+def history(client: DockerClient, image: str) -> list[dict[str, Any]]:
     """The image's build history, newest first: each entry's Size, CreatedBy."""
-    entries: list[dict[str, Any]] = cli.api.history(image)  # type: ignore[no-untyped-call]  # types-docker leaves APIClient.history untyped
+    entries: list[dict[str, Any]] = client.api.history(image)  # type: ignore[no-untyped-call]  # types-docker leaves APIClient.history untyped
     return entries
 
 
@@ -323,16 +323,16 @@ def layer_sizes(history: list[dict[str, Any]], layers: list[str]) -> list[dict[s
 
 
 @_boundary
-def layers(cli: DockerClient, image: str) -> list[str]:
+def layers(client: DockerClient, image: str) -> list[str]:
     """The image's layer digests (RootFS), bottom first: what two images share is stored and shipped once."""
-    return list(_inspected(cli, image).get("RootFS", {}).get("Layers", []))
+    return list(_inspected(client, image).get("RootFS", {}).get("Layers", []))
 
 
 @_boundary
-def save(cli: DockerClient, image: str, dest: Path) -> Path:
+def save(client: DockerClient, image: str, dest: Path) -> Path:
     """`docker save` of one image into dest (a tar: manifest.json names each layer's file, bottom first)."""
     with dest.open("wb") as out:
-        for chunk in cli.images.get(image).save(named=False):
+        for chunk in client.images.get(image).save(named=False):
             out.write(chunk)
     return dest
 
@@ -344,14 +344,14 @@ def _split(ref: str) -> tuple[str, str]:
 
 
 @_boundary
-def pull(cli: DockerClient, ref: str) -> str | None:
+def pull(client: DockerClient, ref: str) -> str | None:
     """Pull ref from its registry: the image ID, or None when the registry does not have it. Credentials come from
     Docker's own config and credential helpers (the SDK reads them); nothing of them is printed or stored here."""
     import docker
 
     repo, tag = _split(ref)
     try:
-        image = cli.images.pull(repo, tag=tag)
+        image = client.images.pull(repo, tag=tag)
     except docker.errors.NotFound:
         return None
     except docker.errors.APIError as exc:
@@ -362,7 +362,7 @@ def pull(cli: DockerClient, ref: str) -> str | None:
 
 
 @_boundary
-def push(cli: DockerClient, ref: str) -> str:
+def push(client: DockerClient, ref: str) -> str:
     """Push ref; returns the manifest digest the registry stored. A failed push (the registry went away) is one
     line; the registry only creates the tag once every blob and the manifest arrived, so no half-tagged image.
 
@@ -371,12 +371,12 @@ def push(cli: DockerClient, ref: str) -> str:
     registry then copies it from where it was pulled, by digest (registry_copy)."""
     repo, tag = _split(ref)
     digest = None
-    for line in cli.images.push(repo, tag=tag, stream=True, decode=True):
+    for line in client.images.push(repo, tag=tag, stream=True, decode=True):
         if "error" in line:
             error = " ".join(str(line["error"]).split())
-            source = _pulled_from(cli, ref) if "missing content" in error else None
+            source = _pulled_from(client, ref) if "missing content" in error else None
             if source is not None:
-                return registry_copy(cli, source, ref)
+                return registry_copy(client, source, ref)
             raise StepFailed(f"push of {ref} failed: {error[:300]}. To fix, check the registry and retry.")
         digest = (line.get("aux") or {}).get("Digest") or _status_digest(line.get("status")) or digest
     if digest is None:
@@ -384,19 +384,19 @@ def push(cli: DockerClient, ref: str) -> str:
     return digest
 
 
-def _pulled_from(cli: DockerClient, ref: str) -> str | None:
+def _pulled_from(client: DockerClient, ref: str) -> str | None:
     """A REPO@sha256:... of ref's image that its registry holds (the containerd store lists a digest for every
     registry-style name, pushed or not); one whose registry does not answer is passed over."""
-    for source in repo_digests(cli, ref):
+    for source in repo_digests(client, ref):
         try:
-            if "/" in source and registry_has(cli, source):
+            if "/" in source and registry_has(client, source):
                 return source
         except CleanBuildError:
             continue
     return None
 
 
-def registry_copy(cli: DockerClient, source: str, dest: str) -> str:
+def registry_copy(client: DockerClient, source: str, dest: str) -> str:
     """Tag dest as source (REPO@sha256:..., in this registry or another) without moving anything through this
     engine: `docker buildx imagetools create` copies the manifest or index as it is, with its blobs (mounted
     within one registry). Returns the digest the registry holds for dest."""
@@ -404,7 +404,7 @@ def registry_copy(cli: DockerClient, source: str, dest: str) -> str:
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise StepFailed(f"push of {dest} (a registry copy of {source}) failed: {last[:300]}. To fix, check the registry and retry.")
-    return str(cli.images.get_registry_data(dest).id)
+    return str(client.images.get_registry_data(dest).id)
 
 
 def _status_digest(status: object) -> str | None:
@@ -415,8 +415,8 @@ def _status_digest(status: object) -> str | None:
 
 
 @_boundary
-def repo_digests(cli: DockerClient, ref: str) -> list[str]:
-    return list(_inspected(cli, ref).get("RepoDigests") or [])
+def repo_digests(client: DockerClient, ref: str) -> list[str]:
+    return list(_inspected(client, ref).get("RepoDigests") or [])
 
 
 # ---- images found by key (cleanbuild.images.components) ---------------------------------------------------------------
@@ -424,7 +424,7 @@ def repo_digests(cli: DockerClient, ref: str) -> list[str]:
 KEY_LABEL, UNIT_LABEL, INPUTS_LABEL = (metadata.label(n) for n in ("key", "unit", "inputs"))
 
 
-def _listed(cli: DockerClient, labels: list[str]) -> list[Image]:
+def _listed(client: DockerClient, labels: list[str]) -> list[Image]:
     """The images carrying these labels. The SDK lists IDs, then inspects each: an image another thread removes in
     between (a variant of a matrix building at the same time replaces its own unit's image) makes the list raise
     ImageNotFound, so the list is asked again (the last try's error goes to the caller)."""
@@ -432,13 +432,13 @@ def _listed(cli: DockerClient, labels: list[str]) -> list[Image]:
 
     for _ in range(4):
         with contextlib.suppress(docker.errors.ImageNotFound):
-            return cli.images.list(filters={"label": labels})
-    return cli.images.list(filters={"label": labels})
+            return client.images.list(filters={"label": labels})
+    return client.images.list(filters={"label": labels})
 
 
 @_boundary
-def _keyed(cli: DockerClient, unit: str, key: str) -> list[Image]:
-    found = _listed(cli, [f"{KEY_LABEL}={key}", f"{UNIT_LABEL}={unit}"])
+def _keyed(client: DockerClient, unit: str, key: str) -> list[Image]:
+    found = _listed(client, [f"{KEY_LABEL}={key}", f"{UNIT_LABEL}={unit}"])
     return sorted(found, key=lambda i: i.attrs.get("Created", ""), reverse=True)
 
 
@@ -449,25 +449,25 @@ def _id(image: Image) -> str:
     return image.id
 
 
-def images_by_key(cli: DockerClient, unit: str, key: str) -> list[tuple[str, tuple[str, ...]]]:
+def images_by_key(client: DockerClient, unit: str, key: str) -> list[tuple[str, tuple[str, ...]]]:
     """(image ID, its tags) of every local image built for this unit and key, whatever its name, newest first.
     More than one where the engine cannot build reproducibly (Docker 20.10 stamps build times) and an image was
     built again while an earlier one kept another name (a registry name, another plan's)."""
-    return [(_id(i), tuple(i.tags)) for i in _keyed(cli, unit, key)]
+    return [(_id(i), tuple(i.tags)) for i in _keyed(client, unit, key)]
 
 
-def find_by_key(cli: DockerClient, unit: str, key: str, name: str = "", on: str | None = None) -> tuple[str, tuple[str, ...]] | None:
+def find_by_key(client: DockerClient, unit: str, key: str, name: str = "", on: str | None = None) -> tuple[str, tuple[str, ...]] | None:
     """(image ID, its tags) of a local image built for this unit and key, whatever its name; None if none. Where
     several carry the key, the one already named `name`, else the newest: a name never moves to another image of
     the same key, so what was built FROM it stays built FROM the same bytes.
     on: the image (name or ID) the unit's target starts FROM. Only an image built on exactly its layers is taken:
     one built on another image of that key (Docker 20.10 rebuilds with new bytes) would ship those layers again
     under the next build that starts FROM the name, so it is built again instead."""
-    below = layers(cli, on) if on is not None else None
-    named = _named_with_key(cli, name, unit, key) if name else None
+    below = layers(client, on) if on is not None else None
+    named = _named_with_key(client, name, unit, key) if name else None
     if named is not None and (below is None or _sits_on(named, below)):
         return _id(named), tuple(named.tags)  # what the listing below would pick, for one inspect (no-op builds)
-    found = _keyed(cli, unit, key)  # lists every image: slow on the containerd store, so only where name misses
+    found = _keyed(client, unit, key)  # lists every image: slow on the containerd store, so only where name misses
     if below is not None:
         found = [i for i in found if _sits_on(i, below)]
     pairs = [(_id(i), tuple(i.tags)) for i in found]
@@ -479,12 +479,12 @@ def _sits_on(image: Image, below: list[str]) -> bool:
 
 
 @_boundary
-def _named_with_key(cli: DockerClient, name: str, unit: str, key: str) -> Image | None:
+def _named_with_key(client: DockerClient, name: str, unit: str, key: str) -> Image | None:
     """The image called name, when it was built for this unit and key (else None: absent, or another key's)."""
     import docker
 
     try:
-        image = cli.images.get(name)
+        image = client.images.get(name)
     except docker.errors.ImageNotFound:
         return None
     labels = image.attrs.get("Config", {}).get("Labels") or {}
@@ -492,7 +492,7 @@ def _named_with_key(cli: DockerClient, name: str, unit: str, key: str) -> Image 
 
 
 @_boundary
-def last_inputs(cli: DockerClient, unit: str, variant: str, key: str) -> dict[str, Any] | None:
+def last_inputs(client: DockerClient, unit: str, variant: str, key: str) -> dict[str, Any] | None:
     """The inputs of the other build of this unit tagged here last: what changed since it was used. variant: the
     plan's stem for a unit with one image per arch and CK mode, whose images count only when tagged for it
     (`<stem>-<key>`): no image's config names its variant, since one of a key every variant shares (mori from
@@ -501,7 +501,7 @@ def last_inputs(cli: DockerClient, unit: str, variant: str, key: str) -> dict[st
     the build that first made its layers. The engine's LastTagTime is when this machine last built, found or pulled
     it (every such image gets the plan's tag; cleanbuild.images.buildx names a reproducible build after it is
     stored, since the exporter dates its own name SOURCE_DATE_EPOCH); Created only breaks ties."""
-    found = _listed(cli, [f"{UNIT_LABEL}={unit}"])
+    found = _listed(client, [f"{UNIT_LABEL}={unit}"])
     others = sorted((i for i in found if (i.labels or {}).get(KEY_LABEL) != key and _tagged_for(i, variant)),
                     key=lambda i: (engine_time((i.attrs.get("Metadata") or {}).get("LastTagTime")),
                                    engine_time(i.attrs.get("Created"))), reverse=True)
@@ -531,12 +531,12 @@ def engine_time(stamp: object) -> datetime:
 
 
 @_boundary
-def registry_has(cli: DockerClient, ref: str) -> bool:
+def registry_has(client: DockerClient, ref: str) -> bool:
     """A manifest check through the engine (no layers move): does the registry hold ref?"""
     import docker
 
     try:
-        cli.images.get_registry_data(ref)
+        client.images.get_registry_data(ref)
         return True
     except (docker.errors.NotFound, docker.errors.ImageNotFound):
         return False

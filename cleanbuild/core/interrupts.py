@@ -10,6 +10,8 @@ import signal
 import threading
 from collections.abc import Iterator
 
+# The one line every front door prints for Ctrl-C (exit 130), after cleanup ran.
+INTERRUPTED = "error: interrupted (Ctrl-C). To fix, run the command again; temporary containers were removed."
 _outer: list[list[int]] = []  # the presses of the outermost active block (main thread only)
 
 

@@ -14,12 +14,15 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, TypeVar
 
 from cleanbuild.core.errors import EnvironmentProblem
+
+T = TypeVar("T")
 
 INSTALL_HINTS = {
     "docker": "install Docker Engine (Debian: apt-get install docker.io) and start dockerd",
@@ -166,6 +169,25 @@ def run_logged(argv: Sequence[str | os.PathLike[str]], log: Path, *, show: bool 
             proc.wait(timeout=60)
             raise
         return proc.wait()
+
+
+def run_feeding(argv: Sequence[str | os.PathLike[str]], log: Path, feed: Callable[[IO[bytes]], T]) -> tuple[int, T | None]:
+    """Run argv with `feed` writing its standard input (a stream: `docker load` of a tar written as it goes), its
+    stdout+stderr to `log`. Returns (exit code, what feed returned; None when the child stopped reading)."""
+    args = _argv(argv)
+    print(f"{label()}+ {quote(args)}", file=sys.stderr, flush=True)
+    fed: T | None = None
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=sink, stderr=subprocess.STDOUT)  # noqa: S603
+        try:
+            assert proc.stdin is not None  # stdin=PIPE
+            with proc.stdin:
+                fed = feed(proc.stdin)
+        except BrokenPipeError:
+            pass  # the child stopped reading: its exit code and log say why
+        finally:
+            code = proc.wait()
+    return code, fed
 
 
 def git_reason(stderr: str) -> str:

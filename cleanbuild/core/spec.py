@@ -30,6 +30,11 @@ def patches_argv(mode: str, root: Path | str, *flags: str) -> list[str]:
     return [sys.executable, "-m", "patches", mode, "--root", str(root), *flags]
 
 
+def today(now: dt.datetime | None = None) -> str:
+    """The date part of a release tag (UTC), read once per build by the request."""
+    return (now or dt.datetime.now(dt.UTC)).strftime("%Y%m%d")
+
+
 def new_run_id(now: dt.datetime | None = None) -> str:
     """Unique per build, so two builds at once never share a container or a temporary name."""
     stamp = (now or dt.datetime.now(dt.UTC)).strftime("%Y%m%d%H%M%S")

@@ -53,7 +53,7 @@ def batch(units: Sequence[Unit], needs: Callable[[Unit], Iterable[str]]) -> dict
             inline = _inlined(unit, [n for n in needed if n not in ready and not ready & set(out[n].inline)],
                               units, out)
             waits = tuple(n for n in needed if n not in inline)
-            now = _below(waits, by_name, needs)
+            now = _with_needs(waits, by_name, needs)
             if now <= ready:
                 break
             ready |= now
@@ -76,7 +76,7 @@ def _inlined(unit: Unit, names: list[str], units: Sequence[Unit], built: dict[st
     return inline
 
 
-def _below(names: Iterable[str], by_name: dict[str, Unit], needs: Callable[[Unit], Iterable[str]]) -> set[str]:
+def _with_needs(names: Iterable[str], by_name: dict[str, Unit], needs: Callable[[Unit], Iterable[str]]) -> set[str]:
     """names and every unit of the batch they need, transitively: all built by the time every one of names is."""
     seen: set[str] = set()
     todo = list(names)

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
 from collections.abc import Callable, Iterable
 from typing import Any
+
+from cleanbuild.core.run import run
 
 INDEX = "application/vnd.oci.image.index.v1+json"
 MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -95,8 +96,8 @@ def in_registry(ref: str) -> list[str] | None:
 
 
 def _raw(ref: str) -> dict[str, Any] | None:
-    done = subprocess.run(["docker", "buildx", "imagetools", "inspect", "--raw", ref],  # noqa: S603,S607
-                          capture_output=True, text=True, timeout=60, check=False)
+    done = run(["docker", "buildx", "imagetools", "inspect", "--raw", ref], check=False, capture=True, timeout=60,
+               echo=False)
     try:
         return json.loads(done.stdout) if done.returncode == 0 else None
     except ValueError:

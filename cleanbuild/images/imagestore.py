@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
 import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from cleanbuild.core.errors import BuildFailed
+from cleanbuild.core.run import run_feeding
 from cleanbuild.images import attest
 
 OCI_LAYOUT = b'{"imageLayoutVersion":"1.0.0"}'
@@ -61,17 +61,7 @@ def exported(metadata: Path) -> Export:
 def attach(exp: Export, statements_for: Statements, log: Path) -> str:
     """docker load the index of the image and statements_for(its manifest digest) under the image's name; returns
     the index digest (the image ID now)."""
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(["docker", "load"], stdin=subprocess.PIPE, stdout=sink, stderr=subprocess.STDOUT)  # noqa: S603,S607
-        digest = ""
-        try:
-            assert proc.stdin is not None
-            with proc.stdin:
-                digest = write(exp, statements_for, proc.stdin)
-        except BrokenPipeError:
-            pass  # docker load stopped reading: its exit code and log say why
-        finally:
-            code = proc.wait()
+    code, digest = run_feeding(["docker", "load"], log, lambda stdin: write(exp, statements_for, stdin))
     if code != 0 or not digest:
         raise BuildFailed(f"docker load of the attestations of {exp.name} failed (exit {code}); log {log}")
     return digest

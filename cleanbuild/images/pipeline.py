@@ -31,10 +31,10 @@ def new_record(plan: Plan, **known: Any) -> BuildRecord:
                        started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), **known)
 
 
-def run(plan: Plan, cli: DockerClient, names: Iterable[str], rec: BuildRecord | None = None, *, rebuild: bool = False,
+def run(plan: Plan, client: DockerClient, names: Iterable[str], rec: BuildRecord | None = None, *, rebuild: bool = False,
         patch_only: tuple[str, ...] = (), failed_report: bool = True) -> BuildRecord:
     names = tuple(names)
-    ctx = Ctx(plan, cli, Journal(), rebuild=rebuild, patch_only=patch_only,
+    ctx = Ctx(plan, client, Journal(), rebuild=rebuild, patch_only=patch_only,
               builds=bool({"prepare", "wheels", "clean"} & set(names)))
     rec = rec or new_record(plan)
     try:
@@ -82,7 +82,7 @@ def _cleanup(ctx: Ctx, rec: BuildRecord, failed_report: bool, why: str) -> str:
                 problems.append(str(exc))
         if failed_report and rec.steps:
             try:
-                done.append(f"report {report.write(ctx.plan, observe(ctx.cli, rec, ctx.plan.base_image), failed=True, error=why)}")
+                done.append(f"report {report.write(ctx.plan, observe(ctx.client, rec, ctx.plan.base_image), failed=True, error=why)}")
             except (CleanBuildError, OSError) as exc:
                 problems.append(f"report not written ({exc})")
         if pressed:
@@ -92,7 +92,7 @@ def _cleanup(ctx: Ctx, rec: BuildRecord, failed_report: bool, why: str) -> str:
 
 
 def _remove_containers(ctx: Ctx, rec: BuildRecord) -> str | None:
-    removed = engine.remove_run_containers(ctx.cli, rec.run_id)
+    removed = engine.remove_run_containers(ctx.client, rec.run_id)
     return f"removed containers {', '.join(removed)}" if removed else None
 
 
@@ -100,7 +100,7 @@ def _remove_release(ctx: Ctx, rec: BuildRecord) -> str | None:
     if ctx.journal.release is None:
         return None
     ref = ":".join(ctx.journal.release)
-    if engine.image_id(ctx.cli, ref) == rec.candidate_id and engine.untag(ctx.cli, ref):
+    if engine.image_id(ctx.client, ref) == rec.candidate_id and engine.untag(ctx.client, ref):
         return f"removed the release tag {ref}"
     return None
 
@@ -109,5 +109,5 @@ def _keep_failed(ctx: Ctx, rec: BuildRecord) -> str | None:
     """Only build-clean's candidate: a user's image given to `nox -s validate` keeps its own names."""
     if not rec.candidate_id or rec.candidate_ref != ctx.plan.patch.image:
         return None
-    ref = engine.tag(ctx.cli, rec.candidate_id, ctx.plan.release_repo, f"{rec.run_id}-failed")
+    ref = engine.tag(ctx.client, rec.candidate_id, ctx.plan.release_repo, f"{rec.run_id}-failed")
     return f"candidate kept as {ref}; logs in {ctx.plan.options.run_dir}"

@@ -45,11 +45,11 @@ WHY = ("image IDs differ only where BuildKit 0.8 stamps build-time mtimes on the
        "BuildKit does not apply")
 
 
-def venv_facts(cli: DockerClient, image: str) -> dict[str, Any]:
+def venv_facts(client: DockerClient, image: str) -> dict[str, Any]:
     """Every distribution's RECORD and every file of the venv, read by the image's own Python (no network)."""
     spec = RunSpec(step="venv records", name=f"atom-records-{uuid.uuid4().hex[:12]}",
                    command=("python", "-c", RECORDS), network="none", workdir="/")
-    result = engine.run_container(cli, image, spec)
+    result = engine.run_container(client, image, spec)
     lines = result.logs.strip().splitlines()
     if result.exit_code != 0 or not lines:
         raise StepFailed(f"reading the venv records of {image} failed (exit {result.exit_code}): "
@@ -58,11 +58,11 @@ def venv_facts(cli: DockerClient, image: str) -> dict[str, Any]:
     return facts
 
 
-def compare(cli: DockerClient, wheels: tuple[str, str], clean: tuple[str, str]) -> dict[str, Any]:
-    manifests = [engine.read_file(cli, image, "/wheels/manifest.json") for image in wheels]
-    venvs = [venv_facts(cli, image) for image in clean]
-    ids = [engine.image_id(cli, image) for image in clean]
-    layers = [engine.layers(cli, image) for image in clean]
+def compare(client: DockerClient, wheels: tuple[str, str], clean: tuple[str, str]) -> dict[str, Any]:
+    manifests = [engine.read_file(client, image, "/wheels/manifest.json") for image in wheels]
+    venvs = [venv_facts(client, image) for image in clean]
+    ids = [engine.image_id(client, image) for image in clean]
+    layers = [engine.layers(client, image) for image in clean]
     differing = sorted(name for name in set(venvs[0]["records"]) | set(venvs[1]["records"])
                        if venvs[0]["records"].get(name) != venvs[1]["records"].get(name))
     return {
@@ -76,25 +76,25 @@ def compare(cli: DockerClient, wheels: tuple[str, str], clean: tuple[str, str]) 
     }
 
 
-def compare_digests(cli: DockerClient, first: dict[str, str], second: dict[str, str]) -> dict[str, Any]:
+def compare_digests(client: DockerClient, first: dict[str, str], second: dict[str, str]) -> dict[str, Any]:
     """Two builds' images per unit ({unit: image ID}): which are the same, and for each unit whose IDs differ
     what differs (cleanbuild.images.reproduce.first_difference)."""
     units = sorted(set(first) | set(second))
     differing = [u for u in units if first.get(u) != second.get(u)]
     return {"identical": not differing, "units": {u: [first.get(u), second.get(u)] for u in units},
-            "differing": {u: first_difference(cli, first[u], second[u]) if first.get(u) and second.get(u) else
+            "differing": {u: first_difference(client, first[u], second[u]) if first.get(u) and second.get(u) else
                           {"why": "built only once"} for u in differing}}
 
 
-def first_difference(cli: DockerClient, a: str, b: str) -> dict[str, Any]:
+def first_difference(client: DockerClient, a: str, b: str) -> dict[str, Any]:
     """The first layer (bottom first) whose diff ID differs between images a and b (or that only one has), and the
     first file in it whose content, mode, owner or time differs; or the image config, when every layer is the same."""
-    la, lb = engine.layers(cli, a), engine.layers(cli, b)
+    la, lb = engine.layers(client, a), engine.layers(client, b)
     index = next((i for i in range(max(len(la), len(lb))) if _at(la, i) != _at(lb, i)), None)
     if index is None:
         return {"layer": None, "why": "every layer is the same: the image config differs (labels, environment, times)"}
     with tempfile.TemporaryDirectory(prefix="atom-build-diff-") as tmp:
-        files = [layer_files(engine.save(cli, image, Path(tmp) / f"{n}.tar"), index) if index < len(layers) else {}
+        files = [layer_files(engine.save(client, image, Path(tmp) / f"{n}.tar"), index) if index < len(layers) else {}
                  for n, (image, layers) in enumerate(((a, la), (b, lb)))]
     path, what = diff_files(*files)
     return {"layer": index, "diff_ids": [_at(la, index), _at(lb, index)], "file": path, "why": what}

@@ -54,46 +54,46 @@ class Decision:
     changed: tuple[str, ...] = ()  # built: the inputs that differ from the last other build here
 
 
-def decide(cli: DockerClient, unit: Unit, *, variant: str, below: Below | None, registry: bool,
+def decide(client: DockerClient, unit: Unit, *, variant: str, below: Below | None, registry: bool,
            rebuild: bool = False) -> Decision:
     """The decision for unit. variant: the plan's stem for a unit with one image per arch and CK mode, else "";
     below: None where the target starts FROM a base image or scratch; registry: ask the registry (a remote one is
     configured and not yet asked)."""
     if rebuild:
-        return _build(cli, unit, variant, "--rebuild")
+        return _build(client, unit, variant, "--rebuild")
     if below is not None and below.image is None:
-        if registry and engine.registry_has(cli, unit.image):
+        if registry and engine.registry_has(client, unit.image):
             return Decision(Action.PULL, f"the registry holds {unit.image}; the image it starts FROM "
                                          f"({below.name}) is {below.first} first")
         return Decision(Action.BUILD, f"the image it starts FROM ({below.name}) is {below.first} first")
-    found = engine.find_by_key(cli, unit.name, unit.key, unit.image, below.image if below else None)
+    found = engine.find_by_key(client, unit.name, unit.key, unit.image, below.image if below else None)
     if found is not None:
         image_id, tags = found
         return Decision(Action.REUSE, f"found here by key ({', '.join(tags) or image_id[:19]})", image_id, tags)
-    if registry and engine.registry_has(cli, unit.image):
+    if registry and engine.registry_has(client, unit.image):
         return Decision(Action.PULL, f"the registry holds {unit.image}")
-    elsewhere = below is not None and engine.images_by_key(cli, unit.name, unit.key)
-    return _build(cli, unit, variant, f"its key is here on another image of {below.name}" if below and elsewhere else "")
+    elsewhere = below is not None and engine.images_by_key(client, unit.name, unit.key)
+    return _build(client, unit, variant, f"its key is here on another image of {below.name}" if below and elsewhere else "")
 
 
-def _build(cli: DockerClient, unit: Unit, variant: str, why: str) -> Decision:
-    last = engine.last_inputs(cli, unit.name, variant, unit.key)
+def _build(client: DockerClient, unit: Unit, variant: str, why: str) -> Decision:
+    last = engine.last_inputs(client, unit.name, variant, unit.key)
     moved = tuple(changed(last, dict(unit.inputs))) if last is not None else (NO_EARLIER_BUILD,)
     return Decision(Action.BUILD, why or ", ".join(moved), changed=moved)
 
 
-def preview(cli: DockerClient, plan: Plan) -> list[Decision]:
+def preview(client: DockerClient, plan: Plan) -> list[Decision]:
     """Every unit's decision, in build order, before anything is built (`invoke plan`): a unit below that is to
     be pulled or built is not here yet for the units above it."""
     decided: dict[str, Decision] = {}
     for unit in plan.units:
         below = plan.below(unit)
-        decided[unit.name] = decide(cli, unit, variant=plan.variant(unit), registry=plan.options.remote,
-                                    below=_below(below.name, decided[below.name]) if below else None)
+        decided[unit.name] = decide(client, unit, variant=plan.variant(unit), registry=plan.options.remote,
+                                    below=_as_below(below.name, decided[below.name]) if below else None)
     return list(decided.values())
 
 
-def _below(name: str, decision: Decision) -> Below:
+def _as_below(name: str, decision: Decision) -> Below:
     if decision.action is Action.REUSE:
         return Below(name, decision.image_id)
     return Below(name, None, "pulled" if decision.action is Action.PULL else "built")

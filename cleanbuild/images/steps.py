@@ -55,7 +55,7 @@ class Journal:
 @dataclass(frozen=True)
 class Ctx:
     plan: Plan
-    cli: DockerClient
+    client: DockerClient
     journal: Journal
     rebuild: bool = False
     patch_only: tuple[str, ...] = ()
@@ -64,12 +64,12 @@ class Ctx:
 
 def preflight(ctx: Ctx, rec: BuildRecord) -> Outcome:
     o = ctx.plan.options
-    facts = engine.preflight(ctx.cli, ctx.plan.profile.disk_gib if ctx.builds else 2.0, o.request.builder)
+    facts = engine.preflight(ctx.client, ctx.plan.profile.disk_gib if ctx.builds else 2.0, o.request.builder)
     return replace(rec, engine=facts), StepStatus.PASSED, f"engine {facts.version}, {facts.free_gib} GiB free, {o.arch.value} {o.ck_mode}"
 
 
 def prepare(ctx: Ctx, rec: BuildRecord) -> Outcome:
-    made = preparer.prepare(ctx.plan, lambda ref: engine.image_id(ctx.cli, ref) is not None)
+    made = preparer.prepare(ctx.plan, lambda ref: engine.image_id(ctx.client, ref) is not None)
     src = devcontext.prepare(ctx.plan)
     if src:
         made["src_contexts"] = src
@@ -108,7 +108,7 @@ def _ensure(ctx: Ctx, rec: BuildRecord, unit: Unit, labels: tuple[tuple[str, str
     finds every image this build used. One thread at a time per key; the seconds include the wait."""
     start = time.monotonic()
     with _key_lock(unit.key):
-        decision, how = _decided(ctx, unit, _below(ctx, unit))
+        decision, how = _decided(ctx, unit, _layer_below(ctx, unit))
         if decision.action is reuse.Action.REUSE:
             return _reused(ctx, unit, decision, how, start)
         image_id = buildx.build(build_spec(unit), ctx.plan.options, labels=(*labels, *unit_labels(unit)),
@@ -117,7 +117,7 @@ def _ensure(ctx: Ctx, rec: BuildRecord, unit: Unit, labels: tuple[tuple[str, str
         return _built(ctx, rec, unit, image_id, decision, start)
 
 
-def _below(ctx: Ctx, unit: Unit) -> reuse.Below | None:
+def _layer_below(ctx: Ctx, unit: Unit) -> reuse.Below | None:
     below = ctx.plan.below(unit)
     return reuse.Below(below.name, below.image) if below is not None else None
 
@@ -125,21 +125,21 @@ def _below(ctx: Ctx, unit: Unit) -> reuse.Below | None:
 def _decided(ctx: Ctx, unit: Unit, below: reuse.Below | None) -> tuple[reuse.Decision, str]:
     """reuse.decide's answer for unit, a pull it calls for done (then asked again, the registry left out), and
     how a reused image was had."""
-    o, cli = ctx.plan.options, ctx.cli
-    ask = functools.partial(reuse.decide, cli, unit, variant=ctx.plan.variant(unit), rebuild=ctx.rebuild, below=below)
+    o, client = ctx.plan.options, ctx.client
+    ask = functools.partial(reuse.decide, client, unit, variant=ctx.plan.variant(unit), rebuild=ctx.rebuild, below=below)
     decision, how = ask(registry=o.remote), "found here by key"
     if decision.action is reuse.Action.PULL:
-        engine.pull(cli, unit.image)
+        engine.pull(client, unit.image)
         decision, how = ask(registry=False), "pulled from the registry by key"
     return decision, how
 
 
 def _reused(ctx: Ctx, unit: Unit, decision: reuse.Decision, how: str, start: float) -> UnitRecord:
-    o, cli = ctx.plan.options, ctx.cli
+    o, client = ctx.plan.options, ctx.client
     if unit.image not in decision.tags:
-        engine.tag(cli, decision.image_id, *split_image(unit.image))
-    if o.remote and how.startswith("found") and not engine.registry_has(cli, unit.image):
-        engine.push(cli, unit.image)
+        engine.tag(client, decision.image_id, *split_image(unit.image))
+    if o.remote and how.startswith("found") and not engine.registry_has(client, unit.image):
+        engine.push(client, unit.image)
         how += ", pushed (the registry lacked it)"
     return UnitRecord(unit.name, unit.key, unit.image, decision.image_id, "reused", how,
                       seconds=time.monotonic() - start, began=start)
@@ -149,14 +149,14 @@ def _built(ctx: Ctx, rec: BuildRecord, unit: Unit, image_id: str, decision: reus
            how: str = "built") -> UnitRecord:
     """The record of a unit just built, pushed first with a remote registry (and its -latest tag, for an inline
     cache)."""
-    o, cli = ctx.plan.options, ctx.cli
+    o, client = ctx.plan.options, ctx.client
     if o.remote:
-        engine.push(cli, unit.image)
+        engine.push(client, unit.image)
         if "type=inline" in cache_flags(build_spec(unit), o, containerd_store=_containerd_store(rec)):  # its -latest tag
             repo, tag = split_image(unit.image)
             latest = f"{tag.rsplit('-', 1)[0]}-latest"
-            engine.tag(cli, image_id, repo, latest)
-            engine.push(cli, f"{repo}:{latest}")
+            engine.tag(client, image_id, repo, latest)
+            engine.push(client, f"{repo}:{latest}")
         how += " and pushed"
     return UnitRecord(unit.name, unit.key, unit.image, image_id, "built", how, decision.changed,
                       time.monotonic() - start, began=start)
@@ -194,8 +194,8 @@ def _decided_first(ctx: Ctx, unit: Unit, building: set[str]) -> tuple[reuse.Deci
     """_decided, except that a unit whose image below is to be built in this step is built too."""
     below = ctx.plan.below(unit)
     if below is None or below.name not in building:
-        return _decided(ctx, unit, _below(ctx, unit))
-    return reuse.decide(ctx.cli, unit, variant=ctx.plan.variant(unit), rebuild=ctx.rebuild,
+        return _decided(ctx, unit, _layer_below(ctx, unit))
+    return reuse.decide(ctx.client, unit, variant=ctx.plan.variant(unit), rebuild=ctx.rebuild,
                         below=reuse.Below(below.name, None), registry=ctx.plan.options.remote), "built"
 
 
@@ -275,7 +275,7 @@ def wheels(ctx: Ctx, rec: BuildRecord) -> Outcome:
     engine client's connection pool serves the threads)."""
     done = tuple(_ensure_step(ctx, rec, ctx.plan.step_units("wheels"), {}))
     assembly = done[-1]
-    raw = engine.read_file(ctx.cli, assembly.image_id, "/wheels/manifest.json", rec.run_id)
+    raw = engine.read_file(ctx.client, assembly.image_id, "/wheels/manifest.json", rec.run_id)
     if raw is None:
         raise StepFailed(f"{assembly.image} has no /wheels/manifest.json. To fix, rebuild it: invoke wheels --rebuild.")
     result = Wheels(assembly.image, assembly.image_id, assembly.status == "reused", json.loads(raw), digest(raw))
@@ -317,7 +317,7 @@ def patch(ctx: Ctx, rec: BuildRecord) -> Outcome:
     else:  # an image the user named, or --only: not a keyed unit; it must not carry its parent's key
         adhoc = ((engine.UNIT_LABEL, "patch"), (engine.KEY_LABEL, ""), (engine.INPUTS_LABEL, ""))
         image_id, how = buildx.build(spec, ctx.plan.options, labels=adhoc, reproducible=_reproducible(rec)), "built"
-    raw = engine.read_json(ctx.cli, image_id, metadata.PATCHES_PATH, rec.run_id)
+    raw = engine.read_json(ctx.client, image_id, metadata.PATCHES_PATH, rec.run_id)
     data = raw if isinstance(raw, dict) else {}
     outcomes = ", ".join(f"{p['name']}={p['outcome']}" for p in data.get("patches", [])) or "no patch report"
     summary = f"{spec.image} ({how}): {outcomes}"
@@ -332,7 +332,7 @@ def _attestations(ctx: Ctx, rec: BuildRecord, base: str) -> buildx.Attestations 
     plan = ctx.plan
 
     def statements(subject: str) -> list[dict[str, Any]]:
-        manifest = engine.read_json(ctx.cli, base, metadata.MANIFEST_PATH, rec.run_id)
+        manifest = engine.read_json(ctx.client, base, metadata.MANIFEST_PATH, rec.run_id)
         if not isinstance(manifest, dict):
             raise StepFailed(f"{base} has no {metadata.MANIFEST_PATH}. To fix, rebuild it: invoke clean --rebuild.")
         return sbom.statements(manifest, subject, **reports.attestation_args(plan))
@@ -351,7 +351,7 @@ def _gpu_kwargs(ctx: Ctx, rec: BuildRecord, step: str,
 
 
 def _image_rocm(ctx: Ctx, rec: BuildRecord) -> str | None:
-    raw = engine.read_json(ctx.cli, rec.candidate(), metadata.VERSIONS_PATH, rec.run_id)
+    raw = engine.read_json(ctx.client, rec.candidate(), metadata.VERSIONS_PATH, rec.run_id)
     return raw.get("rocm") if isinstance(raw, dict) else None
 
 
@@ -360,7 +360,7 @@ def validate(ctx: Ctx, rec: BuildRecord) -> Outcome:
     kwargs, gpus = _gpu_kwargs(ctx, rec, "validate", _image_rocm(ctx, rec)) if spec.gpu else ({}, None)
     out = ctx.plan.options.run_dir / "validation.json"
     out.unlink(missing_ok=True)
-    result = engine.run_container(ctx.cli, rec.candidate(), spec, kwargs)
+    result = engine.run_container(ctx.client, rec.candidate(), spec, kwargs)
     data = json.loads(out.read_text()) if out.is_file() else None
     rec = replace(rec, validation=data, gpu=gpus or rec.gpu)
     if data is None:
@@ -379,7 +379,7 @@ def smoke(ctx: Ctx, rec: BuildRecord) -> Outcome:
     if plan.smoke is None:
         return replace(rec, smoke={"status": "skipped", "reason": plan.smoke_skip_reason}), StepStatus.SKIPPED, plan.smoke_skip_reason or ""
     kwargs, gpus = _gpu_kwargs(ctx, rec, "smoke", _image_rocm(ctx, rec)) if plan.smoke.gpu else ({}, None)
-    result = engine.run_container(ctx.cli, rec.candidate(), plan.smoke, kwargs)
+    result = engine.run_container(ctx.client, rec.candidate(), plan.smoke, kwargs)
     parsed = smoke_result(result.logs)
     data = {"status": "passed" if result.exit_code == 0 and parsed else "failed", "exit_code": result.exit_code,
             "command": list(plan.smoke.command), "model": str(plan.options.request.model), "result": parsed,
@@ -406,7 +406,7 @@ def release_tag(ctx: Ctx, rec: BuildRecord) -> tuple[BuildRecord, str]:
     """(record with the image's facts and tag, release repository): from the versions the image itself reports."""
     o = ctx.plan.options
     where = rec.candidate_ref or str(rec.candidate_id)
-    raw = engine.read_json(ctx.cli, rec.candidate(), metadata.VERSIONS_PATH, rec.run_id)
+    raw = engine.read_json(ctx.client, rec.candidate(), metadata.VERSIONS_PATH, rec.run_id)
     if raw is None:
         raise UsageError(f"{where} has no {metadata.VERSIONS_PATH}. To fix, tag an image built by build-clean.")
     facts = metadata.read_versions(raw, where)
@@ -414,9 +414,9 @@ def release_tag(ctx: Ctx, rec: BuildRecord) -> tuple[BuildRecord, str]:
     return replace(rec, facts=facts, tag=result), metadata.release_repo(o.request.registry, facts.arch, facts.ck_mode)
 
 
-def refuse_dirty(cli: DockerClient, image: str, where: str) -> None:
+def refuse_dirty(client: DockerClient, image: str, where: str) -> None:
     """An image built from a local checkout (--src) never gets a release tag."""
-    labels = engine.inspect(cli, image).get("Config", {}).get("Labels") or {}
+    labels = engine.inspect(client, image).get("Config", {}).get("Labels") or {}
     if labels.get(srcplan.DIRTY_LABEL) == "true":
         raise UsageError(f"{where} is labelled {srcplan.DIRTY_LABEL}=true (built from a local checkout with --src), "
                          "so it gets no release tag. To fix, commit the change, move the pin and build from the pins.")
@@ -426,7 +426,7 @@ def tag(ctx: Ctx, rec: BuildRecord) -> Outcome:
     """The release tag, only for an image that passed smoke (or with --allow-no-smoke). Written in the journal
     before it exists, so an interrupted run removes it."""
     if not ctx.plan.dirty:
-        refuse_dirty(ctx.cli, rec.candidate(), rec.candidate_ref or str(rec.candidate_id))
+        refuse_dirty(ctx.client, rec.candidate(), rec.candidate_ref or str(rec.candidate_id))
     rec, repo = release_tag(ctx, rec)
     if ctx.plan.dirty:
         return dev_tag(ctx, rec, repo)
@@ -434,7 +434,7 @@ def tag(ctx: Ctx, rec: BuildRecord) -> Outcome:
         return rec, StepStatus.SKIPPED, f"no smoke test passed, so no release tag (--allow-no-smoke tags anyway); candidate {rec.candidate_ref}"
     _, made = rec.tagged()
     ctx.journal.release = (repo, made.value)
-    ref = engine.tag(ctx.cli, rec.candidate(), repo, made.value)
+    ref = engine.tag(ctx.client, rec.candidate(), repo, made.value)
     return replace(rec, release_ref=ref), StepStatus.PASSED, ref
 
 
@@ -443,7 +443,7 @@ def dev_tag(ctx: Ctx, rec: BuildRecord, repo: str) -> Outcome:
     o = ctx.plan.options
     value = srcplan.dev_tag(o.request.user, o.src)
     ctx.journal.release = (repo, value)
-    ref = engine.tag(ctx.cli, rec.candidate(), repo, value)
+    ref = engine.tag(ctx.client, rec.candidate(), repo, value)
     note = "dev tag: built from a local checkout (--src), labelled dirty, never a release tag"
     smoke = (rec.smoke or {}).get("status") or "skipped"
     _, made = rec.tagged()
@@ -457,7 +457,7 @@ def push(ctx: Ctx, rec: BuildRecord) -> Outcome:
         raise UsageError(f"registry {ctx.plan.options.request.registry!r} has no host to push to. To fix, pass --registry HOST[:PORT]/PREFIX.")
     if rec.release_ref is None:
         raise StepFailed("there is no release tag to push: the smoke test did not pass.")
-    pushed = engine.push(ctx.cli, rec.release_ref)
+    pushed = engine.push(ctx.client, rec.release_ref)
     if rec.candidate_digest and pushed != rec.candidate_digest:
         raise StepFailed(f"the registry stored {pushed} for {rec.release_ref}, not the validated {rec.candidate_digest}.")
     report_ref = push_report(ctx, rec)
@@ -473,50 +473,50 @@ def push_report(ctx: Ctx, rec: BuildRecord) -> str:
         buildx.build(spec, ctx.plan.options, reproducible=_reproducible(rec))
     finally:
         (folder / "Dockerfile").unlink()
-    engine.push(ctx.cli, spec.image)
+    engine.push(ctx.client, spec.image)
     return spec.image
 
 
 def report(ctx: Ctx, rec: BuildRecord) -> Outcome:
     """The report lists every step, itself included (written as it runs; its seconds are the writing's)."""
     itself = StepRecord("report", StepStatus.PASSED, 0.0, "this report")
-    folder = reports.write(ctx.plan, observe(ctx.cli, replace(rec, steps=(*rec.steps, itself)), ctx.plan.base_image),
+    folder = reports.write(ctx.plan, observe(ctx.client, replace(rec, steps=(*rec.steps, itself)), ctx.plan.base_image),
                            failed=False)
     return rec, StepStatus.PASSED, str(folder)
 
 
-def observe(cli: DockerClient | None, rec: BuildRecord, base: str | None = None) -> BuildRecord:
+def observe(client: DockerClient | None, rec: BuildRecord, base: str | None = None) -> BuildRecord:
     """What the report says that only the engine and the clock know, into the record: the candidate's size,
     layers and labels (when there is a candidate and an engine), and the time the run ended."""
     image = None
-    if rec.candidate_id and cli is not None:
-        inspected = engine.inspect(cli, rec.candidate_id)
+    if rec.candidate_id and client is not None:
+        inspected = engine.inspect(client, rec.candidate_id)
         layers = tuple((inspected.get("RootFS") or {}).get("Layers", []))
-        largest = tuple(engine.largest_layers(cli, rec.candidate_id))
-        sizes = engine.layer_sizes(engine.history(cli, rec.candidate_id), list(layers))
+        largest = tuple(engine.largest_layers(client, rec.candidate_id))
+        sizes = engine.layer_sizes(engine.history(client, rec.candidate_id), list(layers))
         image = ImageSummary(inspected.get("Size"), layers, dict((inspected.get("Config") or {}).get("Labels") or {}),
-                             largest, tuple(_owned(cli, rec, sizes, base)), _payload(cli, rec))
+                             largest, tuple(_owned(client, rec, sizes, base)), _payload(client, rec))
     return replace(rec, image=image, finished=time.monotonic())
 
 
-def _payload(cli: DockerClient, rec: BuildRecord) -> dict[str, Any] | None:
+def _payload(client: DockerClient, rec: BuildRecord) -> dict[str, Any] | None:
     """The image's own payload manifest and what its clean step left out (None for an image built without them)."""
     image = rec.candidate()
-    manifest = engine.read_json(cli, image, metadata.PAYLOAD_PATH, rec.run_id)
-    left_out = engine.read_json(cli, image, metadata.PAYLOAD_LEFT_OUT_PATH, rec.run_id)
+    manifest = engine.read_json(client, image, metadata.PAYLOAD_PATH, rec.run_id)
+    left_out = engine.read_json(client, image, metadata.PAYLOAD_LEFT_OUT_PATH, rec.run_id)
     if not isinstance(manifest, dict):
         return None
     return {"manifest": manifest, "left_out": left_out if isinstance(left_out, dict) else None}
 
 
-def _owned(cli: DockerClient, rec: BuildRecord, sizes: list[dict[str, Any]], base: str | None) -> list[dict[str, Any]]:
+def _owned(client: DockerClient, rec: BuildRecord, sizes: list[dict[str, Any]], base: str | None) -> list[dict[str, Any]]:
     """Each layer named by the image that first holds it: the base image, or the unit (venv, atom-layer, clean,
     candidate) whose layers the candidate's start with. Bottom first, so the layer at index i belongs to the
     smallest of those images that has more than i layers."""
-    counts = [("base", len(engine.layers(cli, base)) if base and engine.image_id(cli, base) else 0)]
+    counts = [("base", len(engine.layers(client, base)) if base and engine.image_id(client, base) else 0)]
     candidate = [s["digest"] for s in sizes]
     for unit in rec.units:
-        own = engine.layers(cli, unit.image_id)
+        own = engine.layers(client, unit.image_id)
         if own and own == candidate[:len(own)]:
             counts.append((unit.name, len(own)))
     counts.sort(key=lambda c: c[1])

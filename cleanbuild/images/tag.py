@@ -8,7 +8,6 @@ commit hashes are shortened first, then the user name, then the longest field.
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import re
 from dataclasses import dataclass
@@ -88,6 +87,3 @@ def _short_longest(fields: list[str]) -> tuple[list[str], str]:
         fields[i] = f"{fields[i][:keep].rstrip('.-')}-{digest}"
     return fields, "longest field cut, with a 6-character hash of the full value"
 
-
-def today(now: dt.datetime | None = None) -> str:
-    return (now or dt.datetime.now(dt.UTC)).strftime("%Y%m%d")

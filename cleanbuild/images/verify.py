@@ -15,13 +15,14 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from cleanbuild.cli.settings import Request, parse_arch, profile
 from cleanbuild.core import engine, metadata
 from cleanbuild.core.errors import EnvironmentProblem, StepFailed, UsageError
 from cleanbuild.core.refs import split_image
 from cleanbuild.images import pipeline, reproduce
 from cleanbuild.images.components import changed
 from cleanbuild.images.plan import Plan, make_plan
+from cleanbuild.request.build import Request
+from cleanbuild.request.load import load_profile, parse_arch
 
 if TYPE_CHECKING:
     from docker.client import DockerClient
@@ -39,14 +40,14 @@ def label_request(labels: Mapping[str, str], given: Request, ref: str) -> tuple[
     if not unit or not label or not arch or "/wheels:" not in wheels:
         raise UsageError(f"{ref} lacks the io.atom-build labels of a clean or candidate image (unit, profile, arch, "
                          "wheels-image). To fix, pass an image built by invoke build-clean.")
-    built = given.profile if given.profile_from == "--profile" else profile(label, given.overrides, given.mirror)
+    built = given.profile if given.profile_from == "--profile" else load_profile(label, given.overrides, given.mirror)
     request = replace(given, profile=built, arch=parse_arch(arch), ck_free=ck_mode == "ckfree")
     return request, unit, wheels.rsplit("/wheels:", 1)[0]
 
 
-def rebuild_plan(cli: DockerClient, ref: str, given: Request) -> tuple[Plan, str, str]:
+def rebuild_plan(client: DockerClient, ref: str, given: Request) -> tuple[Plan, str, str]:
     """(plan, unit name, image ID): a plan whose unit has the image's key, or a UsageError naming what differs."""
-    info = engine.inspect(cli, ref)
+    info = engine.inspect(client, ref)
     labels = info.get("Config", {}).get("Labels") or {}
     request, unit_name, registry = label_request(labels, given, ref)
     plan = make_plan(request.profile, replace(request, registry=registry, cache="none").build(request.arch[0]))
@@ -71,36 +72,36 @@ def _json_object(text: str | None) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def verify(cli: DockerClient, ref: str, given: Request) -> dict[str, Any]:
+def rebuild_and_compare(client: DockerClient, ref: str, given: Request) -> dict[str, Any]:
     """Rebuild ref's unit from its labels (every unit built again); {"ref", "image", "rebuilt", "identical",
     "rebuilt_ref", "difference"}."""
-    facts = engine.preflight(cli, 2.0)  # what the engine can do; the rebuild's own preflight checks its disk
+    facts = engine.preflight(client, 2.0)  # what the engine can do; the rebuild's own preflight checks its disk
     if not facts.reproducible:
         raise EnvironmentProblem(f"Docker {facts.version} (containerd image store: {facts.containerd_store}) stamps build "
                                  "times into images, so a rebuild never has the same digest. To fix, verify on Docker "
                                  ">= 26 with the containerd image store (.ci/install-docker.sh).")
-    plan, unit_name, image_id = rebuild_plan(cli, ref, given)
+    plan, unit_name, image_id = rebuild_plan(client, ref, given)
     image = plan.unit(unit_name).image
     repo, tag = split_image(image)
-    before = engine.image_id(cli, image)
+    before = engine.image_id(client, image)
     # The containerd store drops an image that loses its last name: hold the verified one (and what the unit's
     # name pointed to) under names of their own while the rebuild takes the unit's name.
-    holds = [engine.tag(cli, image_id, repo, f"{tag[:100]}-verified")]
+    holds = [engine.tag(client, image_id, repo, f"{tag[:100]}-verified")]
     if before and before != image_id:
-        holds.append(engine.tag(cli, before, repo, f"{tag[:100]}-previous"))
+        holds.append(engine.tag(client, before, repo, f"{tag[:100]}-previous"))
     try:
-        pipeline.run(plan, cli, STEPS, rebuild=True, failed_report=False)
-        rebuilt = str(engine.image_id(cli, image))
+        pipeline.run(plan, client, STEPS, rebuild=True, failed_report=False)
+        rebuilt = str(engine.image_id(client, image))
         result = {"ref": ref, "image": image_id, "rebuilt": rebuilt, "identical": rebuilt == image_id,
                   "rebuilt_ref": image, "difference": None}
         if not result["identical"]:
-            result["difference"] = reproduce.first_difference(cli, image_id, rebuilt)
-            result["rebuilt_ref"] = engine.tag(cli, rebuilt, repo, f"{tag[:100]}-rebuilt")
+            result["difference"] = reproduce.first_difference(client, image_id, rebuilt)
+            result["rebuilt_ref"] = engine.tag(client, rebuilt, repo, f"{tag[:100]}-rebuilt")
             if before:
-                engine.tag(cli, before, repo, tag)  # the unit's name goes back where it was
+                engine.tag(client, before, repo, tag)  # the unit's name goes back where it was
     finally:
         for hold in holds:
-            engine.untag(cli, hold)
+            engine.untag(client, hold)
     return result
 
 

@@ -10,9 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cleanbuild.core.spec import REPO_ROOT, new_run_id
+from cleanbuild.core.spec import REPO_ROOT, new_run_id, today
 from cleanbuild.gpuhost.arch import Arch
-from cleanbuild.images.tag import today
 from cleanbuild.request.checkout import Checkout
 from cleanbuild.upstream.profiles import Profile
 from validation.archs import CK_MODES
@@ -24,7 +23,7 @@ class Request:
     resolved once (cleanbuild.cli.settings.resolve, field by field from the table in cleanbuild.cli.options: each field is
     named after its option). Commands take this; nothing deeper reads a flag or the config again."""
 
-    profile: Profile  # loaded with `overrides`, checked (settings.checked_profile)
+    profile: Profile  # loaded with `overrides`, checked (cleanbuild.request.load.checked_profile)
     profile_from: str = "the default profile"  # where its name came from: --profile, the invoke.yaml key, the default
     overrides: Mapping[str, object] = field(default_factory=dict)  # invoke.yaml's overrides, then --set (which wins)
     arch: tuple[Arch, ...] = ()  # empty: detect on the host, or the image's label

@@ -24,7 +24,7 @@ def statuses(result) -> dict[str, str]:
 def test_the_clean_image_before_the_patch_layer_has_the_pitfalls(docker_engine, offline_builds, tmp_path):
     built = offline_builds["gfx950-ckfree"]
     result = audit_image.audit(built.clean, arch=Arch.GFX950, model="llama3-8b", tp=(1,), report_dir=tmp_path, device=False,
-                         cli=docker_engine)
+                         client=docker_engine)
     found = statuses(result)
     assert result.exit_code == 1
     assert found["tuned-gemm-default"] == "PRESENT" and found["asm-gemm-gfx950"] == "PRESENT"
@@ -39,7 +39,7 @@ def test_the_clean_image_before_the_patch_layer_has_the_pitfalls(docker_engine, 
 def test_the_patched_candidate_passes_the_audit(docker_engine, offline_builds):
     built = offline_builds["gfx950-ckfree"]
     result = audit_image.audit(built.candidate, arch=Arch.GFX950, model=None, tp=(1,), report_dir=None, device=False,
-                         cli=docker_engine)
+                         client=docker_engine)
     assert [f["id"] for f in result.present] == []
     assert result.exit_code == 0
     assert statuses(result)["tuned-gemm-default"] == "ok"
@@ -50,7 +50,7 @@ def test_the_offline_ck_image_is_told_to_lack_ck(docker_engine, offline_builds):
     kernel. The audit names exactly that, and nothing else."""
     built = offline_builds["gfx942-ck"]
     result = audit_image.audit(built.candidate, arch=Arch.GFX942, model=None, tp=(1,), report_dir=None, device=False,
-                         cli=docker_engine)
+                         client=docker_engine)
     assert [f["id"] for f in result.present] == ["ck-free"]
     assert "aiter has no CK kernels or sources" in result.present[0]["evidence"][0]
 
@@ -67,5 +67,5 @@ def test_the_cli_exits_1_and_prints_one_table(offline_builds):
 def test_an_image_of_another_arch_is_named(docker_engine, offline_builds):
     built = offline_builds["gfx950-ckfree"]
     result = audit_image.audit(built.candidate, arch=Arch.GFX942, model=None, tp=(1,), report_dir=None, device=False,
-                         cli=docker_engine)
+                         client=docker_engine)
     assert "gpu-archs" in [f["id"] for f in result.present]

@@ -71,5 +71,5 @@ def test_names_the_commit_that_reroutes_the_dispatcher_in_the_built_image(docker
             forget(docker_engine, only_in(plan, built.plan))
 
 
-def _failed_tags(cli) -> list[str]:
-    return [t for image in cli.images.list() for t in image.tags if t.endswith("-failed")]
+def _failed_tags(client) -> list[str]:
+    return [t for image in client.images.list() for t in image.tags if t.endswith("-failed")]

@@ -39,14 +39,14 @@ def build_clean(*args: str, user: str) -> subprocess.CompletedProcess:
     return invoke("build-clean", "--profile", "offline", "--progress", "plain", "--user", f"{user}-{RUN}", *args)
 
 
-def tags(cli, prefix: str) -> list[str]:
-    return sorted(t for image in cli.images.list() for t in image.tags if t.startswith(prefix))
+def tags(client, prefix: str) -> list[str]:
+    return sorted(t for image in client.images.list() for t in image.tags if t.startswith(prefix))
 
 
-def our_containers(cli) -> list[str]:
+def our_containers(client) -> list[str]:
     """Ours by name; ignore_removed: one that goes away between the list and its inspect (a --rm run ending) made
     this helper raise mid-test, and the test's SIGKILL then left a build's container behind (2026-12-01)."""
-    return [c.name for c in cli.containers.list(all=True, ignore_removed=True)
+    return [c.name for c in client.containers.list(all=True, ignore_removed=True)
             if c.name.startswith(("atom-validate-", "atom-smoke-", "atom-read-"))]
 
 

@@ -25,13 +25,13 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.network]
 BUILD = ("preflight", "prepare", "wheels", "clean", "patch")
 
 
-def bump_build(cli, built, component: str, ref: str):
+def bump_build(client, built, component: str, ref: str):
     """The bump after the session's build, and nothing of it here before (a run before this one on the same engine
     may have left the bump's images: they would be found by key)."""
     profile = bumped_profile(REPO / ".cache" / "test-profiles", component, ref)
     plan = make_plan(profile, replace(built.plan.options, run_id=f"itest-bump-{component}"))
-    forget(cli, only_in(plan, built.plan))
-    return plan, pipeline.run(plan, cli, BUILD, failed_report=False)
+    forget(client, only_in(plan, built.plan))
+    return plan, pipeline.run(plan, client, BUILD, failed_report=False)
 
 
 def built_units(rec) -> set[str]:

@@ -52,9 +52,9 @@ def host(tmp_path) -> tuple[Path, Path]:
     return dev, sys
 
 
-def run(cli, image: str, script: str, flags: dict) -> tuple[int, str]:
+def run(client, image: str, script: str, flags: dict) -> tuple[int, str]:
     """Create, start, wait, return (exit status, output); the container is removed even when start fails."""
-    container = cli.containers.create(image, ["sh", "-c", script], network_mode="none",
+    container = client.containers.create(image, ["sh", "-c", script], network_mode="none",
                                       name=f"cleanbuild-gputest-{uuid.uuid4().hex[:10]}", **flags)
     try:
         container.start()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cleanbuild.images import htmlpage, pipeline
-from tests.host.test_html_report import Page
+from tests.support.htmlpage import Page
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

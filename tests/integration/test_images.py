@@ -31,9 +31,9 @@ def built(request, offline_builds):
     return offline_builds[request.param]
 
 
-def wheels_files(cli, image: str) -> dict[str, str]:
+def wheels_files(client, image: str) -> dict[str, str]:
     """path -> sha256 of every file of the wheels image (the manifest and requirement files: their text)."""
-    container = cli.containers.create(image, command=["/none"])
+    container = client.containers.create(image, command=["/none"])
     try:
         stream, _ = container.get_archive("/")
         files = {}
@@ -49,16 +49,16 @@ def wheels_files(cli, image: str) -> dict[str, str]:
         container.remove()
 
 
-def run_in(cli, image: str, command: list[str], mounts: dict[str, str] | None = None) -> str:
+def run_in(client, image: str, command: list[str], mounts: dict[str, str] | None = None) -> str:
     from docker.types import Mount
 
-    out = cli.containers.run(image, command, network_mode="none", remove=True, stdout=True, stderr=True,
+    out = client.containers.run(image, command, network_mode="none", remove=True, stdout=True, stderr=True,
                              mounts=[Mount(t, s, type="bind", read_only=True) for s, t in (mounts or {}).items()])
     return out.decode()
 
 
-def image_json(cli, image: str, path: str) -> dict:
-    return json.loads(engine.read_file(cli, image, path))
+def image_json(client, image: str, path: str) -> dict:
+    return json.loads(engine.read_file(client, image, path))
 
 
 def test_wheels_image_holds_only_wheels_requirements_and_manifest(docker_engine, built):

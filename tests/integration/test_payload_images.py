@@ -71,7 +71,7 @@ def _payload(result) -> dict:
 
 def test_another_archs_code_in_aiters_tree_is_present(docker_engine, derived):
     result = audit_image.audit(derived["foreign"], arch=Arch.GFX942, model=None, tp=(1,), report_dir=None, device=False,
-                         cli=docker_engine)
+                         client=docker_engine)
     f = _payload(result)
     assert (result.exit_code, f["status"]) == (1, "PRESENT")
     assert "loader picks by arch: gfx950 1 files" in f["evidence"][0]
@@ -79,7 +79,7 @@ def test_another_archs_code_in_aiters_tree_is_present(docker_engine, derived):
 
 def test_an_aiter_without_the_targets_kernels_is_present(docker_engine, derived):
     result = audit_image.audit(derived["lacking"], arch=Arch.GFX942, model=None, tp=(1,), report_dir=None, device=False,
-                         cli=docker_engine)
+                         client=docker_engine)
     f = _payload(result)
     assert (result.exit_code, f["status"]) == (1, "PRESENT")
     assert f["evidence"][0].startswith("aiter assembly kernels: code for gfx950 (gfx950 1 files")
@@ -89,7 +89,7 @@ def test_an_aiter_without_the_targets_kernels_is_present(docker_engine, derived)
 @pytest.mark.parametrize(("variant", "arch"), [("gfx942-ck", Arch.GFX942), ("gfx950-ckfree", Arch.GFX950)])
 def test_the_release_candidates_payload_is_ok(docker_engine, offline_builds, variant, arch):
     result = audit_image.audit(offline_builds[variant].candidate, arch=arch, model=None, tp=(1,), report_dir=None,
-                         device=False, cli=docker_engine)
+                         device=False, client=docker_engine)
     f = _payload(result)
     assert f["status"] == "ok"
     assert f["evidence"][0].startswith(f"aiter assembly kernels: {arch.value} ")

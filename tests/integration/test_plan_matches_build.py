@@ -22,10 +22,10 @@ RUN = os.urandom(3).hex()
 STEPS = ("preflight", "prepare", "wheels", "clean", "patch")
 
 
-def plan_then_build(cli, plan) -> tuple[dict[str, str], dict[str, str]]:
+def plan_then_build(client, plan) -> tuple[dict[str, str], dict[str, str]]:
     """(unit -> the plan's state, unit -> how the build ended it) for one request."""
     said = {u.name: s["state"] for u, s in zip(plan.units, build.unit_states(plan), strict=True)}
-    rec = pipeline.run(plan, cli, STEPS, failed_report=False)
+    rec = pipeline.run(plan, client, STEPS, failed_report=False)
     return said, {u.name: u.status for u in rec.units}
 
 

@@ -3,21 +3,16 @@ here), two "machines" simulated by removing the images and the BuildKit cache in
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from cleanbuild.cli.settings import resolve
-from cleanbuild.commands import build
+from cleanbuild.commands import existing
 from cleanbuild.core import engine
 from cleanbuild.core.errors import StepFailed
 from cleanbuild.images import pipeline
@@ -30,104 +25,42 @@ from tests.support.builds import (
     offline_plan,
     only_in,
 )
+from tests.support.registry import (
+    registry_digest,
+    registry_tags,
+    start_registry,
+)
 from tests.support.requests import changed
 from tests.support.tiny_model import make_tiny_model
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 RUN = os.urandom(3).hex()
 BUILD = ("preflight", "prepare", "wheels", "clean", "patch")
-# Docker 20.10 pushes Docker v2 manifests; BuildKit with the containerd store, OCI ones (a registry refuses to
-# answer with a type the request does not accept).
-MANIFEST = ("application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json, "
-            "application/vnd.oci.image.index.v1+json")  # an index: a candidate with its attestations (Docker >= 26)
-
-
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2):  # noqa: S310 - a local test registry
-            return True
-    except (urllib.error.URLError, OSError):
-        return False
-
-
-def _start(port: int, storage: Path) -> subprocess.Popen:
-    conf = storage / "config.yml"
-    conf.write_text(f"version: 0.1\nlog: {{level: error}}\nstorage:\n  filesystem: {{rootdirectory: {storage}}}\n"
-                    f"  delete: {{enabled: true}}\nhttp: {{addr: \"127.0.0.1:{port}\"}}\n")
-    proc = subprocess.Popen(["docker-registry", "serve", str(conf)], stdout=subprocess.DEVNULL,  # noqa: S603,S607
-                            stderr=subprocess.DEVNULL)
-    for _ in range(50):
-        if _answers(f"http://127.0.0.1:{port}/v2/"):
-            return proc
-        time.sleep(0.2)
-    proc.kill()
-    pytest.fail(f"docker-registry did not start on 127.0.0.1:{port}")
-
-
-@pytest.fixture(scope="module")
-def registry(docker_engine, tmp_path_factory) -> str:
-    """127.0.0.1:5000 when .ci/run started it, else one started here for this module."""
-    if _answers("http://127.0.0.1:5000/v2/"):
-        yield "127.0.0.1:5000"
-        return
-    if shutil.which("docker-registry") is None:
-        pytest.fail("no registry on 127.0.0.1:5000 and no docker-registry binary (run .ci/start-registry.sh)")
-    proc = _start(5000, tmp_path_factory.mktemp("registry"))
-    yield "127.0.0.1:5000"
-    proc.kill()
-
-
-def registry_digest(registry: str, repo: str, tag: str) -> str | None:
-    request = urllib.request.Request(f"http://{registry}/v2/{repo}/manifests/{tag}", method="HEAD",
-                                     headers={"Accept": MANIFEST})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
-            return response.headers["Docker-Content-Digest"]
-    except urllib.error.HTTPError:
-        return None
-
-
-def registry_blob(registry: str, repo: str, digest: str, manifest: bool = False) -> bytes:
-    """A blob or (manifest=True) a manifest or index by digest, as the registry stores it."""
-    kind = "manifests" if manifest else "blobs"
-    request = urllib.request.Request(f"http://{registry}/v2/{repo}/{kind}/{digest}", headers={"Accept": MANIFEST})
-    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
-        return response.read()
-
-
-def registry_tags(registry: str, repo: str) -> list[str]:
-    try:
-        with urllib.request.urlopen(f"http://{registry}/v2/{repo}/tags/list", timeout=10) as response:  # noqa: S310
-            return sorted(json.loads(response.read()).get("tags") or [])
-    except urllib.error.HTTPError:
-        return []
-
-
 def invoke(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=REPO, capture_output=True, text=True,
                           timeout=2400, env={**os.environ, "CI": "true"})
 
 
-def forget_machine(cli, prefix: str, plans=()) -> None:
+def forget_machine(client, prefix: str, plans=()) -> None:
     """The second machine has none of the first one's images and no BuildKit cache. Images are found by key
     whatever their name, so every name of the plans' images goes too (top of each stack first); restore() puts the
     session's names back on the same images once the second machine pulled them."""
     for plan in plans:
-        forget(cli, reversed(plan.units))
-    for image in cli.images.list():
+        forget(client, reversed(plan.units))
+    for image in client.images.list():
         for tag in image.tags:
             if tag.startswith(prefix):
-                engine.untag(cli, tag)
+                engine.untag(client, tag)
     subprocess.run(["docker", "builder", "prune", "-af"], check=True, capture_output=True)  # noqa: S603,S607
 
 
-def restore(cli, plans) -> None:
+def restore(client, plans) -> None:
     """The session's names back on its images (pulled again by the second machine: the same image IDs)."""
     for plan in plans:
         for unit in plan.units:
-            found = engine.find_by_key(cli, unit.name, unit.key)
+            found = engine.find_by_key(client, unit.name, unit.key)
             if found and unit.image not in found[1]:
-                engine.tag(cli, found[0], *unit.image.rsplit(":", 1))
+                engine.tag(client, found[0], *unit.image.rsplit(":", 1))
 
 
 @pytest.fixture(scope="module")
@@ -220,7 +153,7 @@ def test_promote_refuses_a_node_of_another_arch(docker_engine, offline_builds, r
 def test_a_registry_that_goes_away_mid_push_leaves_no_release(docker_engine, offline_builds, tmp_path, model, monkeypatch):
     """Its own registry on another port, stopped as the release push starts: one line, no tag anywhere."""
     port = 5099
-    proc = _start(port, tmp_path)
+    proc = start_registry(port, tmp_path)
     prefix = f"127.0.0.1:{port}/gone-{RUN}"
     built = offline_builds["gfx950-ckfree"]
     try:
@@ -228,22 +161,22 @@ def test_a_registry_that_goes_away_mid_push_leaves_no_release(docker_engine, off
         digest = engine.push(docker_engine, f"{prefix}/candidate:x")
         real_push = engine.push
 
-        def push_after_the_registry_died(cli, ref):
+        def push_after_the_registry_died(client, ref):
             if "/atom-" in ref:
                 proc.kill()
                 proc.wait()
-            return real_push(cli, ref)
+            return real_push(client, ref)
 
         monkeypatch.setattr(engine, "push", push_after_the_registry_died)
         with pytest.raises(StepFailed) as info:
-            build.promote(f"{prefix}/candidate@{digest}", resolve({"arch": "gfx950", "profile": "offline", "model": str(model),
+            existing.promote(f"{prefix}/candidate@{digest}", resolve({"arch": "gfx950", "profile": "offline", "model": str(model),
                                                                       "registry": prefix, "user": f"ci-gone-{RUN}"}, {}))
         assert str(info.value).startswith(f"push of {prefix}/atom-gfx950-ckfree:ci-gone-{RUN}_")
         assert "\n" not in str(info.value)
         local = [t for i in docker_engine.images.list() for t in i.tags if t.startswith(f"{prefix}/atom-gfx950-ckfree:ci-gone-{RUN}_")]
         assert local == []  # cleanup removed the release tag it had applied
         monkeypatch.setattr(engine, "push", real_push)
-        proc = _start(port, tmp_path)
+        proc = start_registry(port, tmp_path)
         assert [t for t in registry_tags(f"127.0.0.1:{port}", f"gone-{RUN}/atom-gfx950-ckfree") if "ci-gone" in t] == []
     finally:
         proc.kill()

@@ -31,8 +31,8 @@ from cleanbuild.core.refs import split_image
 from cleanbuild.images import attest, pipeline, reproduce, sbom, steps, verify
 from cleanbuild.images.plan import CLEAN_UNITS, Plan
 from cleanbuild.images.record import clean_labels
-from tests.integration.test_registry import registry, registry_blob, registry_digest  # noqa: F401 - the registry fixture
 from tests.support.builds import REPO, VARIANTS, forget
+from tests.support.registry import registry_blob, registry_digest
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 MEASURED = ("wheels", "clean", "candidate")
@@ -53,30 +53,30 @@ def cold_rebuild(reproducible_engine, offline_builds):
     unit's image after `invoke verify` rebuilt the candidate from a pruned BuildKit cache. The first images are
     held under names of their own meanwhile (the containerd store drops an image that loses its last name); the
     session's names point at them again afterwards."""
-    cli = reproducible_engine
+    client = reproducible_engine
     plan = offline_builds[VARIANTS[0].name].plan
     # The session's images, as they are now: an earlier test may have removed one (a fresh node's bump drops the
     # atom it did not pull), which this builds again.
-    rec = pipeline.run(plan, cli, verify.STEPS, failed_report=False)
+    rec = pipeline.run(plan, client, verify.STEPS, failed_report=False)
     first = {u.name: u.image_id for u in rec.units}
-    held = [engine.tag(cli, first[u.name], split_image(u.image)[0], f"first-{u.name}") for u in plan.units]
+    held = [engine.tag(client, first[u.name], split_image(u.image)[0], f"first-{u.name}") for u in plan.units]
     subprocess.run(["docker", "builder", "prune", "-af"], check=True, capture_output=True)  # noqa: S603,S607
     try:
-        result = verify.verify(cli, plan.patch.image, resolve({}, {}))
-        second = {u.name: str(engine.image_id(cli, u.image)) for u in plan.units}
+        result = verify.rebuild_and_compare(client, plan.patch.image, resolve({}, {}))
+        second = {u.name: str(engine.image_id(client, u.image)) for u in plan.units}
         yield plan, first, second, result
     finally:
         for unit in plan.units:
-            engine.tag(cli, first[unit.name], *split_image(unit.image))
+            engine.tag(client, first[unit.name], *split_image(unit.image))
         for ref in held:
-            engine.untag(cli, ref)
+            engine.untag(client, ref)
 
 
 def test_a_cold_rebuild_gives_the_same_digests_and_closure(reproducible_engine, cold_rebuild):
-    cli = reproducible_engine
+    client = reproducible_engine
     plan, first, second, _ = cold_rebuild
-    result = reproduce.compare_digests(cli, first, second)
-    closure = reproduce.compare(cli, (first["wheels"], second["wheels"]), (first["clean"], second["clean"]))
+    result = reproduce.compare_digests(client, first, second)
+    closure = reproduce.compare(client, (first["wheels"], second["wheels"]), (first["clean"], second["clean"]))
     out = REPO / "reports" / "reproducibility"
     out.mkdir(parents=True, exist_ok=True)
     (out / "digests-offline-gfx950-ckfree.json").write_text(json.dumps(result, indent=2) + "\n")
@@ -94,21 +94,21 @@ def test_verify_rebuilds_an_image_from_its_labels_with_the_same_digest(cold_rebu
 
 def test_pushed_images_keep_their_digests_and_the_candidate_its_attestations(reproducible_engine, cold_rebuild,
                                                                               registry):  # noqa: F811
-    cli = reproducible_engine
+    client = reproducible_engine
     plan, _, second, _ = cold_rebuild
     at = f"{registry}/digests-{uuid.uuid4().hex[:8]}"
     pushed = []
     try:
         for name in MEASURED:
             repo, tag = split_image(plan.unit(name).image)
-            pushed.append(engine.tag(cli, second[name], f"{at}/{repo.rsplit('/', 1)[-1]}", tag))
-            engine.push(cli, pushed[-1])
+            pushed.append(engine.tag(client, second[name], f"{at}/{repo.rsplit('/', 1)[-1]}", tag))
+            engine.push(client, pushed[-1])
             registry_repo, _, registry_tag = pushed[-1].removeprefix(f"{registry}/").rpartition(":")
             assert registry_digest(registry, registry_repo, registry_tag) == second[name], f"{pushed[-1]}: another digest"
         check_attestations(registry, plan, pushed[-1].removeprefix(f"{registry}/").rpartition(":")[0], second["candidate"])
     finally:
         for ref in pushed:
-            engine.untag(cli, ref)
+            engine.untag(client, ref)
 
 
 def check_attestations(at: str, plan: Plan, repo: str, digest: str) -> None:
@@ -137,7 +137,7 @@ def test_verify_names_the_layer_and_file_of_an_image_changed_after_the_build(rep
                    check=True, capture_output=True)
     result = {}
     try:
-        result = verify.verify(reproducible_engine, changed, resolve({}, {}))
+        result = verify.rebuild_and_compare(reproducible_engine, changed, resolve({}, {}))
         layers = len(engine.layers(reproducible_engine, ref))
         assert (result["identical"], result["difference"]["layer"], result["difference"]["file"]) == (
             False, layers, "opt/atom-build/extra.txt")
@@ -157,18 +157,18 @@ def test_the_units_built_at_once_have_the_digests_of_those_built_one_after_anoth
     another, each from the images of the units it reads (steps._ensure, the classic store's path), they come out
     with the same digests: a unit found by key and a unit built on images found by key are the bytes a cold build
     would give."""
-    cli = reproducible_engine
+    client = reproducible_engine
     plan = offline_builds[VARIANTS[0].name].plan
-    rec = pipeline.run(plan, cli, ("preflight", "prepare", "wheels", "clean"), failed_report=False)
+    rec = pipeline.run(plan, client, ("preflight", "prepare", "wheels", "clean"), failed_report=False)
     units = [*plan.step_units("wheels"), *plan.step_units("clean")]
     names = {u.name for u in units}
     first = {u.name: u.image_id for u in rec.units if u.name in names}
     assert set(first) == names
     assert {u.how for u in rec.units if u.name in CLEAN_UNITS} <= {"found here by key",
                                                                    "built at once (venv, atom-layer, clean)"}
-    forget(cli, units)
+    forget(client, units)
     subprocess.run(["docker", "builder", "prune", "-af"], check=True, capture_output=True)  # noqa: S603,S607
-    ctx = steps.Ctx(plan, cli, steps.Journal())
+    ctx = steps.Ctx(plan, client, steps.Journal())
     own = {"clean": clean_labels(plan, rec)}
     second = {u.name: steps._ensure(ctx, rec, u, own.get(u.name, ())) for u in units}
     assert {u.how for u in second.values()} == {"built"}

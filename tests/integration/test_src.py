@@ -60,8 +60,8 @@ def dev_build(docker_engine, checkout):
     return plan, rec
 
 
-def package_hashes(cli, image: str) -> dict[str, str]:
-    out = cli.containers.run(image, ["python", "-c", HASH_PACKAGE], entrypoint=[], remove=True, network_disabled=True)
+def package_hashes(client, image: str) -> dict[str, str]:
+    out = client.containers.run(image, ["python", "-c", HASH_PACKAGE], entrypoint=[], remove=True, network_disabled=True)
     return json.loads(out)
 
 

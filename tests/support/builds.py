@@ -70,25 +70,25 @@ def offline_plan(variant: Variant, run_id: str = SESSION_RUN, *, model: Path | N
     return make_plan(profile, options)
 
 
-def build_variant(cli, variant: Variant) -> Built:
+def build_variant(client, variant: Variant) -> Built:
     plan = offline_plan(variant)
-    rec = pipeline.run(plan, cli, ("preflight", "prepare", "wheels", "clean", "patch"), failed_report=False)
+    rec = pipeline.run(plan, client, ("preflight", "prepare", "wheels", "clean", "patch"), failed_report=False)
     return Built(variant, plan, rec)
 
 
-def standin_base(cli) -> str:
+def standin_base(client) -> str:
     plan = offline_plan(VARIANTS[0])
-    return prepare.ensure_standin(plan.prepare, plan.options.request.cache_dir, lambda ref: engine.image_id(cli, ref) is not None)
+    return prepare.ensure_standin(plan.prepare, plan.options.request.cache_dir, lambda ref: engine.image_id(client, ref) is not None)
 
 
-def forget(cli, units) -> None:
+def forget(client, units) -> None:
     """Every image of these units gone from this engine: each name of every image that carries a unit's key (an
     image is found by key whatever its name, and a second run on the same engine finds what the first one left)."""
     for unit in units:
-        for image_id, tags in engine.images_by_key(cli, unit.name, unit.key):
+        for image_id, tags in engine.images_by_key(client, unit.name, unit.key):
             for ref in tags or (image_id,):
-                engine.untag(cli, ref)
-        engine.untag(cli, unit.image)
+                engine.untag(client, ref)
+        engine.untag(client, unit.image)
 
 
 def only_in(plan: Plan, *others: Plan) -> list:

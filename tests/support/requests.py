@@ -23,3 +23,12 @@ def changed(build: Build, **changes) -> Build:
     own = {k: v for k, v in changes.items() if k in BUILD_FIELDS}
     asked = {k: v for k, v in changes.items() if k not in BUILD_FIELDS}
     return replace(build, request=replace(build.request, **asked), **own)
+
+
+def offline_plan(**kw):
+    """The offline profile's plan for gfx942, run ID r1: what the report tests write reports of."""
+    from cleanbuild.gpuhost.arch import Arch
+    from cleanbuild.images import plan
+    from cleanbuild.upstream import profiles
+
+    return plan.make_plan(profiles.load("offline"), build_of(Arch.GFX942, run_id="r1", **kw))

@@ -2,13 +2,13 @@ import datetime as dt
 
 import pytest
 
+from cleanbuild.core.spec import today
 from cleanbuild.images.tag import (
     MAX_LEN,
     TagParts,
     is_valid,
     make_tag,
     safe_field,
-    today,
 )
 
 

@@ -213,7 +213,7 @@ def test_flydsl_is_not_a_build_argument():
     assert not [k for k in wheels_args(make()) if k.startswith("FLYDSL")]
 
 
-# ---- local sources (a repo named by path; a mirror: tests/host/test_mirror.py) ---------------------------------
+# ---- local sources (a repo named by path; a mirror: tests/upstream/test_mirror.py) ---------------------------------
 
 def test_a_repo_named_by_path_is_fetched_from_its_context_copy(tmp_path):
     sets = {f"components.{n}.repo": str(tmp_path / f"{n}.git") for n in ("aiter", "atom")}
@@ -255,7 +255,7 @@ def test_plan_and_tag_step_derive_the_release_repo_in_one_place(monkeypatch):
     monkeypatch.setattr(metadata, "release_repo", lambda registry, arch, ck: f"one/{registry}/{arch}/{ck}")
     plan = make(arch=Arch.GFX950, ck_free=True, registry="reg")
     versions = {"schema": 2, "arch": "gfx950", "ck_mode": "ckfree", "packages": {"aiter": "0.1.20", "atom": "0.1.1"}}
-    monkeypatch.setattr(steps.engine, "read_json", lambda cli, image, path, run_id: versions)
+    monkeypatch.setattr(steps.engine, "read_json", lambda client, image, path, run_id: versions)
     rec = BuildRecord(run_id="r", started=0.0, started_at="now", candidate_id="sha256:x")
     _, repo = steps.release_tag(steps.Ctx(plan, None, steps.Journal()), rec)
     assert (plan.release_repo, repo) == ("one/reg/gfx950/ckfree", "one/reg/gfx950/ckfree")

@@ -32,8 +32,8 @@ def fake(plan, monkeypatch):
     return f
 
 
-def ensure_clean_and_candidate(plan, cli) -> list[str]:
-    ctx = steps.Ctx(plan=plan, cli=cli, journal=steps.Journal())
+def ensure_clean_and_candidate(plan, client) -> list[str]:
+    ctx = steps.Ctx(plan=plan, client=client, journal=steps.Journal())
     rec = BuildRecord(run_id="r", started=0.0, started_at="now")
     return [steps._ensure(ctx, rec, u).status for u in (*plan.step_units("clean"), plan.unit("candidate"))]
 

@@ -130,7 +130,7 @@ class AtOnce:
 
 
 def clean_layers(plan, fake, reproducible: bool = True):
-    ctx = steps.Ctx(plan=plan, cli=fake, journal=steps.Journal())
+    ctx = steps.Ctx(plan=plan, client=fake, journal=steps.Journal())
     return steps._ensure_step(ctx, record(reproducible), tuple(plan.unit(n) for n in LAYERS), {})
 
 
@@ -188,7 +188,7 @@ def test_the_wheels_step_builds_aiter_on_the_environments_images_with_its_compon
     fake = FakeEngine()
     builds = AtOnce(fake, plan)
     monkeypatch.setattr(buildx, "build", builds)
-    ctx = steps.Ctx(plan=plan, cli=fake, journal=steps.Journal())
+    ctx = steps.Ctx(plan=plan, client=fake, journal=steps.Journal())
     done = steps._ensure_step(ctx, record(True), units, {})
     assert [u.status for u in done] == ["built"] * len(units)
     assert {n for n, _ in builds.calls[:2]} == {"builder", "builder-git"}  # builder-git inlines builder

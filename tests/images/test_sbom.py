@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from cleanbuild.images import sbom
-from tests.host.test_collect_wheels import collect, stage  # noqa: F401 - the producer's fixture
+from tests.support.collect_stage import collect
 from tests.support.upstream import AITER_PIN, ATOM_PIN
 
 BASE = "atom-build/standin-base:24ea9762e151"

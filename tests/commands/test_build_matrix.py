@@ -31,8 +31,8 @@ def calls(monkeypatch):
     seen: list[tuple] = []
     state = {"barrier": None, "fail": set()}
 
-    def fake_run(plan, cli, names, failed_report=True):
-        seen.append((plan.stem, tuple(names), cli, run.label(), threading.current_thread().name))
+    def fake_run(plan, client, names, failed_report=True):
+        seen.append((plan.stem, tuple(names), client, run.label(), threading.current_thread().name))
         if state["barrier"] is not None:
             state["barrier"].wait(timeout=3)
         if plan.stem in state["fail"]:
@@ -92,7 +92,7 @@ def test_one_key_is_built_once_by_threads_that_both_need_it(monkeypatch):
         return builds(spec, options, **kwargs)
 
     monkeypatch.setattr(buildx, "build", slow_build)
-    ctx = steps.Ctx(plan=plan, cli=fake, journal=steps.Journal())
+    ctx = steps.Ctx(plan=plan, client=fake, journal=steps.Journal())
     rec = BuildRecord(run_id="r", started=0.0, started_at="now")
     unit = plan.unit("builder")
     with concurrent.futures.ThreadPoolExecutor(2) as pool:

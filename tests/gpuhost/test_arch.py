@@ -5,8 +5,13 @@ import pytest
 from cleanbuild.core.errors import EnvironmentProblem, UsageError
 from cleanbuild.gpuhost import arch as A
 from cleanbuild.gpuhost.arch import Arch, Gpu
-
-from .probe_outputs import amd_smi_json, amd_smi_text, kfd_cpu, kfd_gpu, rocminfo
+from tests.support.probe_outputs import (
+    amd_smi_json,
+    amd_smi_text,
+    kfd_cpu,
+    kfd_gpu,
+    rocminfo,
+)
 
 EIGHT_MI300X = [("gfx942", 304)] * 8
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 import webbrowser
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
-from cleanbuild.commands import audit_image, build
+from cleanbuild.commands import audit_image, existing
 from cleanbuild.core import engine
 from cleanbuild.core.errors import EnvironmentProblem
 from cleanbuild.images import htmlpage, report
@@ -29,8 +28,9 @@ from cleanbuild.images.record import (
 )
 from patches.engine import Report as PatchReport
 from patches.engine import Result
-from tests.host.test_collect_wheels import collect, stage  # noqa: F401 - the producer's fixture
-from tests.host.test_report import offline_plan
+from tests.support.collect_stage import collect
+from tests.support.htmlpage import Page
+from tests.support.requests import offline_plan
 from validation.report import Case, CheckResult
 from validation.report import Report as ValidationReport
 
@@ -42,28 +42,6 @@ MIB = 2**20
 def reports(tmp_path, monkeypatch):
     monkeypatch.setattr(report, "REPORTS", tmp_path / "reports")
     return tmp_path / "reports"
-
-
-class Page(HTMLParser):
-    """What a browser would build from the page: its elements, their attributes, its text."""
-
-    def __init__(self, text: str):
-        super().__init__()
-        self.tags: list[tuple[str, dict]] = []
-        self.text: list[str] = []
-        self.feed(text)
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.append((tag, dict(attrs)))
-
-    def handle_startendtag(self, tag, attrs):
-        self.tags.append((tag, dict(attrs)))
-
-    def handle_data(self, data):
-        self.text.append(data)
-
-    def all_text(self) -> str:
-        return " ".join(" ".join(self.text).split())
 
 
 def validation(label: str = "gemm") -> dict:
@@ -237,16 +215,16 @@ def test_the_page_of_a_run_that_failed_before_any_image_renders():
 
 def test_report_html_prints_the_page_path_and_the_markdown_stays_the_default(page, capsys):
     folder, _ = page
-    build.print_report("r1")
+    existing.print_report("r1")
     assert capsys.readouterr().out.startswith("# Build report: r1\n")
-    build.print_report("r1", html=True)
+    existing.print_report("r1", html=True)
     assert capsys.readouterr().out == f"{(folder / 'report.html').resolve()}\n"
 
 
 def test_a_report_written_before_report_html_gets_its_page_from_report_json(page, capsys):
     folder, _ = page
     (folder / "report.html").unlink()
-    build.print_report("r1", html=True)
+    existing.print_report("r1", html=True)
     assert "aiter: built, 312.5 s" in Page((folder / "report.html").read_text()).all_text()
 
 
@@ -256,11 +234,11 @@ def test_open_hands_the_page_to_the_desktop_browser(page, monkeypatch, capsys, b
     monkeypatch.setenv("BROWSER", browser)
     monkeypatch.setattr(webbrowser, "_tryorder", None)  # read $BROWSER again
     if opened:
-        build.print_report("r1", open_page=True)
+        existing.print_report("r1", open_page=True)
         assert capsys.readouterr().out == f"{(page[0] / 'report.html').resolve()}\n"
         return
     with pytest.raises(EnvironmentProblem, match="no web browser could open"):
-        build.print_report("r1", open_page=True)
+        existing.print_report("r1", open_page=True)
 
 
 def test_units_built_at_once_start_together_on_the_timeline_and_a_report_without_starts_lays_them_end_to_end():

@@ -216,7 +216,7 @@ def arch_parse_calls(tree: ast.AST) -> list[int]:
 
 
 def test_an_arch_name_becomes_an_arch_in_one_place():
-    """Outside arch.py itself (the parser, and host detection's own probe output), only settings.parse_arch turns
+    """Outside arch.py itself (the parser, and host detection's own probe output), only request.load.parse_arch turns
     a name into an Arch: --arch of every task, nox -s validate --arch and an image's arch label."""
     found = {}
     for path in [*sorted((ROOT / "cleanbuild").rglob("*.py")), ROOT / "tasks.py"]:
@@ -227,7 +227,7 @@ def test_an_arch_name_becomes_an_arch_in_one_place():
             calls = arch_parse_calls(fn)
             if calls:
                 found[f"{path.relative_to(ROOT)}:{fn.name}"] = len(calls)
-    assert list(found) == ["cleanbuild/cli/settings.py:parse_arch"]
+    assert list(found) == ["cleanbuild/request/load.py:parse_arch"]
 
 
 def test_one_plan_command_parses_each_arch_name_once(capsys, monkeypatch):

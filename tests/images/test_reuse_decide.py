@@ -137,7 +137,7 @@ def test_every_unit_ends_where_the_preview_said(remote, monkeypatch):
 
     fake.builds = Builds(fake, plan)
     monkeypatch.setattr(buildx, "build", fake.builds)
-    ctx = steps.Ctx(plan=plan, cli=fake, journal=steps.Journal())
+    ctx = steps.Ctx(plan=plan, client=fake, journal=steps.Journal())
     done = {n: steps._ensure(ctx, BuildRecord(run_id="r", started=0.0, started_at="now"), plan.unit(n)) for n in CHAIN}
     assert [done[n].status for n in CHAIN] == ["reused", "reused", "built", "built"]
     assert [done[n].how for n in CHAIN] == ["found here by key, pushed (the registry lacked it)",
@@ -153,6 +153,6 @@ def test_a_pulled_image_not_on_the_image_below_is_built(remote, monkeypatch):
     fake.add_remote(("base", "venv-elsewhere", "atom"), keyed(layer), layer.image)
     fake.builds = Builds(fake, plan)
     monkeypatch.setattr(buildx, "build", fake.builds)
-    ctx = steps.Ctx(plan=plan, cli=fake, journal=steps.Journal())
+    ctx = steps.Ctx(plan=plan, client=fake, journal=steps.Journal())
     done = steps._ensure(ctx, BuildRecord(run_id="r", started=0.0, started_at="now"), layer)
     assert (done.status, done.changed, fake.builds.built) == ("built", (NO_EARLIER_BUILD,), ["atom-layer"])

@@ -18,7 +18,7 @@ from cleanbuild.images.record import (
     clean_labels,
 )
 from cleanbuild.upstream import profiles
-from tests.support.requests import build_of
+from tests.support.requests import build_of, offline_plan
 from tests.support.upstream import AITER_PIN
 
 STEPS = (StepRecord("preflight", StepStatus.PASSED, 0.1, "engine 26.1"),
@@ -29,10 +29,6 @@ STEPS = (StepRecord("preflight", StepStatus.PASSED, 0.1, "engine 26.1"),
 def reports(tmp_path, monkeypatch):
     monkeypatch.setattr(report, "REPORTS", tmp_path / "reports")
     return tmp_path / "reports"
-
-
-def offline_plan(**kw) -> P.Plan:
-    return P.make_plan(profiles.load("offline"), build_of(Arch.GFX942, run_id="r1", **kw))
 
 
 def test_a_failed_run_writes_its_report_under_the_run_id(reports):

@@ -30,7 +30,7 @@ def test_reproducible_builds_only_on_docker_26_with_the_containerd_store(version
 
 
 def test_reproducible_flags_set_the_epoch_and_export_into_the_store_without_a_rewrite_pass(tmp_path):
-    # The Dockerfiles set the files' times (docker/scripts/clamp_times.py, tests/host/test_clamp_times.py).
+    # The Dockerfiles set the files' times (docker/scripts/clamp_times.py, tests/scripts/test_clamp_times.py).
     flags = buildx_argv.image_store(tmp_path / "m.json")
     assert flags == ("--build-arg", f"SOURCE_DATE_EPOCH={buildx_argv.SOURCE_DATE_EPOCH}", "--provenance=false",
                      "--metadata-file", str(tmp_path / "m.json"), "--output",

@@ -102,29 +102,29 @@ def tar_of(name: str, data: bytes) -> bytes:
 
 def test_read_file_returns_the_bytes_and_removes_its_container():
     log: list = []
-    cli = FakeClient(FakeContainer(log, tar_of("versions.json", b'{"schema": 2}')))
-    assert engine.read_file(cli, "img", metadata.VERSIONS_PATH, "run-1") == b'{"schema": 2}'
-    assert log == ["remove"] and cli.created[0][2]["labels"] == {metadata.RUN_LABEL: "run-1"}
+    client = FakeClient(FakeContainer(log, tar_of("versions.json", b'{"schema": 2}')))
+    assert engine.read_file(client, "img", metadata.VERSIONS_PATH, "run-1") == b'{"schema": 2}'
+    assert log == ["remove"] and client.created[0][2]["labels"] == {metadata.RUN_LABEL: "run-1"}
 
 
 def test_read_file_of_an_absent_path_is_none_and_removes_its_container():
     log: list = []
-    cli = FakeClient(FakeContainer(log, docker.errors.NotFound("no such file")))
-    assert (engine.read_file(cli, "img", "/nope", "r"), log) == (None, ["remove"])
+    client = FakeClient(FakeContainer(log, docker.errors.NotFound("no such file")))
+    assert (engine.read_file(client, "img", "/nope", "r"), log) == (None, ["remove"])
 
 
 def test_read_file_removes_its_container_when_interrupted():
     log: list = []
-    cli = FakeClient(FakeContainer(log, KeyboardInterrupt()))
+    client = FakeClient(FakeContainer(log, KeyboardInterrupt()))
     with pytest.raises(KeyboardInterrupt):
-        engine.read_file(cli, "img", "/x", "r")
+        engine.read_file(client, "img", "/x", "r")
     assert log == ["remove"]
 
 
 def test_read_json_of_garbage_is_a_usage_error():
-    cli = FakeClient(FakeContainer([], tar_of("v.json", b"{not json")))
+    client = FakeClient(FakeContainer([], tar_of("v.json", b"{not json")))
     with pytest.raises(UsageError, match="img:/opt/atom-build/versions.json is not valid JSON"):
-        engine.read_json(cli, "img", metadata.VERSIONS_PATH, "r")
+        engine.read_json(client, "img", metadata.VERSIONS_PATH, "r")
 
 
 SPEC = RunSpec(step="smoke", name="atom-smoke-r1", command=("python", "smoke.py"),
@@ -139,16 +139,16 @@ def test_run_container_returns_exit_code_and_decoded_logs_and_removes_it(capsys)
 
 def test_a_container_that_fails_to_start_is_removed(capsys):
     log: list = []
-    cli = FakeClient(FakeContainer(log, start_error=docker.errors.APIError("error gathering device information")))
+    client = FakeClient(FakeContainer(log, start_error=docker.errors.APIError("error gathering device information")))
     with pytest.raises(StepFailed, match="the Docker engine refused run_container"):
-        engine.run_container(cli, "img", SPEC)
+        engine.run_container(client, "img", SPEC)
     assert log == ["start", "remove"]
 
 
 def test_a_host_path_with_a_colon_is_mounted_as_it_is(capsys):
-    cli = FakeClient(FakeContainer([]))
-    engine.run_container(cli, "img", SPEC)
-    kwargs = cli.created[0][2]
+    client = FakeClient(FakeContainer([]))
+    engine.run_container(client, "img", SPEC)
+    kwargs = client.created[0][2]
     assert [(m["Source"], m["Target"], m["ReadOnly"]) for m in kwargs["mounts"]] == [("/models/llama:8b", "/model", True)]
     assert (kwargs["labels"], kwargs["name"], kwargs["network_mode"]) == ({metadata.RUN_LABEL: "r1"}, "atom-smoke-r1", "none")
 
@@ -217,8 +217,8 @@ class PulledClient(PushingClient):
 def test_a_pulled_image_the_engine_cannot_push_is_copied_in_the_registry_from_where_it_came(monkeypatch):
     ran = []
     monkeypatch.setattr(engine, "run", lambda argv, **kw: ran.append(argv) or type("R", (), {"returncode": 0})())
-    cli = PulledClient({f"127.0.0.1:5000/a@{DIGEST}", "127.0.0.1:5000/b:t1"})
-    assert engine.push(cli, "127.0.0.1:5000/b:t1") == DIGEST
+    client = PulledClient({f"127.0.0.1:5000/a@{DIGEST}", "127.0.0.1:5000/b:t1"})
+    assert engine.push(client, "127.0.0.1:5000/b:t1") == DIGEST
     assert ran == [["docker", "buildx", "imagetools", "create", "--tag", "127.0.0.1:5000/b:t1", f"127.0.0.1:5000/a@{DIGEST}"]]
 
 
@@ -267,16 +267,16 @@ NEWER = _Image("sha256:new", ("127.0.0.1:5000/x/venv:k1",), "2026-12-01T11:00:00
 def test_find_by_key_keeps_the_name_on_the_image_that_has_it():
     """A name never moves to another image of the same key: what was built FROM it keeps the same bytes. The
     named image is asked for by name: no listing of every image (slow on the containerd store)."""
-    cli = _Cli([NEWER, OLDER])
-    assert engine.find_by_key(cli, "venv", "k1", "atom-build/venv:k1")[0] == "sha256:old"
-    assert cli.images.filters is None
+    client = _Cli([NEWER, OLDER])
+    assert engine.find_by_key(client, "venv", "k1", "atom-build/venv:k1")[0] == "sha256:old"
+    assert client.images.filters is None
 
 
 def test_find_by_key_lists_by_label_when_the_name_holds_another_key():
     moved = _Image("sha256:moved", ("atom-build/venv:k1",), "2026-12-01T12:00:00Z", key="k2")
-    cli = _Cli([NEWER, moved])
-    assert engine.find_by_key(cli, "venv", "k1", "atom-build/venv:k1")[0] == "sha256:new"
-    assert cli.images.filters == {"label": [f"{engine.KEY_LABEL}=k1", f"{engine.UNIT_LABEL}=venv"]}
+    client = _Cli([NEWER, moved])
+    assert engine.find_by_key(client, "venv", "k1", "atom-build/venv:k1")[0] == "sha256:new"
+    assert client.images.filters == {"label": [f"{engine.KEY_LABEL}=k1", f"{engine.UNIT_LABEL}=venv"]}
 
 
 def test_find_by_key_without_the_name_takes_the_newest_whatever_the_order():
@@ -296,9 +296,9 @@ SEALED = RunSpec(step="audit", name="atom-audit-r1-python", command=("python", "
 
 def test_a_sealed_run_is_read_only_root_without_entrypoint_and_removes_its_volumes(capsys):
     log: list = []
-    cli = FakeClient(FakeContainer(log))
-    result = engine.run_container(cli, "any/image", SEALED, sealed=True)
-    kwargs = cli.created[0][2]
+    client = FakeClient(FakeContainer(log))
+    result = engine.run_container(client, "any/image", SEALED, sealed=True)
+    kwargs = client.created[0][2]
     assert (kwargs["read_only"], kwargs["entrypoint"], kwargs["user"], kwargs["security_opt"]) == (
         True, [], "0:0", ["no-new-privileges"])
     assert (result.exit_code, log) == (3, ["start", "remove+volumes"])
@@ -326,20 +326,20 @@ def test_venv_records_come_from_the_last_line_the_image_prints(capsys):
         def logs(self, stdout, stderr):
             return b'a warning on stderr\n{"records": {}, "files": ["bin/python"]}\n'
 
-    cli = FakeClient(Printing([]))
-    assert reproduce.venv_facts(cli, "clean:img") == {"records": {}, "files": ["bin/python"]}
-    assert (cli.created[0][1][:2], cli.created[0][2]["network_mode"]) == (["python", "-c"], "none")
+    client = FakeClient(Printing([]))
+    assert reproduce.venv_facts(client, "clean:img") == {"records": {}, "files": ["bin/python"]}
+    assert (client.created[0][1][:2], client.created[0][2]["network_mode"]) == (["python", "-c"], "none")
 
 
 def test_missing_content_where_the_registry_is_gone_is_the_push_error(monkeypatch):
-    cli = PulledClient(set())
+    client = PulledClient(set())
 
     def gone(ref):
         raise docker.errors.APIError("Get http://127.0.0.1:5000/v2/: connection refused")
 
-    cli.images.get_registry_data = gone
+    client.images.get_registry_data = gone
     with pytest.raises(StepFailed, match=r"^push of 127.0.0.1:5000/b:t1 failed: missing content"):
-        engine.push(cli, "127.0.0.1:5000/b:t1")
+        engine.push(client, "127.0.0.1:5000/b:t1")
 
 
 # ---- what changed since the last build: the image tagged here last, not the newest by Created ------------------
@@ -361,9 +361,9 @@ class FakeImages:
 
 
 def last_inputs(*images: FakeImage, variant: str = ""):
-    cli = type("Cli", (), {})()
-    cli.images = FakeImages(list(images))
-    return engine.last_inputs(cli, "atom", variant, "K-now"), cli.images.filters
+    client = type("Cli", (), {})()
+    client.images = FakeImages(list(images))
+    return engine.last_inputs(client, "atom", variant, "K-now"), client.images.filters
 
 
 REPRODUCIBLE = "1980-01-01T00:00:00Z"
@@ -427,10 +427,10 @@ def test_an_image_removed_while_the_engine_lists_them_is_listed_again():
                 raise docker.errors.ImageNotFound("No such image: sha256:8845")
             return super().list(filters)
 
-    cli = type("Cli", (), {})()
-    cli.images = Racing([FakeImage("K1", {"ATOM_REF": "a1"}, REPRODUCIBLE, "2026-12-02T05:00:00Z")], races=1)
-    assert engine.last_inputs(cli, "atom", "", "K-now") == {"ATOM_REF": "a1"} and cli.images.calls == 2
-    cli.images = Racing([], races=99)  # an engine that never stops racing: the one-line error, not a loop
+    client = type("Cli", (), {})()
+    client.images = Racing([FakeImage("K1", {"ATOM_REF": "a1"}, REPRODUCIBLE, "2026-12-02T05:00:00Z")], races=1)
+    assert engine.last_inputs(client, "atom", "", "K-now") == {"ATOM_REF": "a1"} and client.images.calls == 2
+    client.images = Racing([], races=99)  # an engine that never stops racing: the one-line error, not a loop
     with pytest.raises(UsageError, match="image not found"):
-        engine.last_inputs(cli, "atom", "", "K-now")
-    assert cli.images.calls == 5
+        engine.last_inputs(client, "atom", "", "K-now")
+    assert client.images.calls == 5

@@ -7,9 +7,10 @@ import re
 
 import pytest
 
-from cleanbuild.cli import options, settings
+from cleanbuild.cli import options
 from cleanbuild.cli.options import BY_NAME, Given
 from cleanbuild.cli.settings import resolve, site_config
+from cleanbuild.core import spec
 from cleanbuild.core.errors import UsageError
 from cleanbuild.gpuhost.arch import Arch
 
@@ -292,5 +293,5 @@ def test_cache_dir_from_config(tmp_path):
 
 
 def test_run_ids_are_unique_and_sortable():
-    ids = {settings.new_run_id() for _ in range(50)}
+    ids = {spec.new_run_id() for _ in range(50)}
     assert len(ids) == 50 and all(re.fullmatch(r"\d{14}-[0-9a-f]{6}", i) for i in ids)

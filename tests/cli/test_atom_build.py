@@ -137,7 +137,7 @@ def test_ctrl_c_while_the_tasks_import_is_exit_130_and_one_line(entry):
 
 
 def test_what_follows_a_standalone_double_dash_reaches_validate(capsys, monkeypatch):
-    from cleanbuild.commands import build
+    from cleanbuild.commands import existing
 
     seen = {}
 
@@ -145,7 +145,7 @@ def test_what_follows_a_standalone_double_dash_reaches_validate(capsys, monkeypa
         seen.update(image=image, rest=rest, device=request.device, dest=dest)
         return 0
 
-    monkeypatch.setattr(build, "validate", validate)
+    monkeypatch.setattr(existing, "validate", validate)
     code, _, err = atom_build(capsys, "validate", "--image", "atom-build/clean:x", "--json-file", "v.json", "--",
                               "--only", "arch-consistency")
     assert (code, err) == (0, "")
