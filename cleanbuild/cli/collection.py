@@ -1,7 +1,8 @@
 """The tasks: one per build step, plus build-clean for the whole pipeline, validate, pins, lock and audit.
 
 Run as `atom-build TASK` (cleanbuild.cli.main) or `invoke TASK` (the repository's tasks.py imports `ns` from here).
-Tasks stay thin: they take the resolved request (cleanbuild.cli.signature), call cleanbuild.commands.build and print. Their
+Tasks stay thin: they take the resolved request (cleanbuild.cli.signature), call a cleanbuild.commands module and
+print; each imports it when it runs, so `--help` and `--list` never load the build (Docker SDK, report, SBOM). Their
 common flags are the options table's (cleanbuild.cli.options); site defaults live in invoke.yaml under `cleanbuild:`.
 """
 
@@ -14,7 +15,6 @@ from pathlib import Path
 from invoke import Collection, Context
 
 from cleanbuild.cli.signature import cli_task
-from cleanbuild.commands import build, existing, sources, verify_image
 from cleanbuild.core import refs
 from cleanbuild.core.console import print_rows
 from cleanbuild.core.outputs import output_file
@@ -27,6 +27,8 @@ GPU = ("gpu", "user_id")
 @cli_task(common=("arch",))
 def arch(c: Context, request: Request, json: bool = False) -> None:
     """Detect (or check) the GPU architecture and print its facts."""
+    from cleanbuild.commands import build
+
     info = build.arch_info(next(iter(request.arch), None))
     if json:
         print(jsonlib.dumps(info, indent=2))
@@ -37,6 +39,8 @@ def arch(c: Context, request: Request, json: bool = False) -> None:
 @cli_task(common=(*BUILD[:6], "model", "src", "mirror"), matrix=True)
 def plan(c: Context, request: Request, json: bool = False) -> None:
     """Print the resolved build plan and the exact commands build-clean would run; touches nothing."""
+    from cleanbuild.commands import build
+
     build.show_plan(request, as_json=json)
 
 
@@ -45,12 +49,16 @@ def plan(c: Context, request: Request, json: bool = False) -> None:
 def wheels(c: Context, request: Request, export: str | None = None, rebuild: bool = False,
            dry_run: bool = False) -> None:
     """Build (or reuse, here or from the registry) the wheels image: every dependency built once, with a manifest."""
+    from cleanbuild.commands import build
+
     build.wheels(request, export=Path(export) if export else None, rebuild=rebuild, dry_run=dry_run)
 
 
 @cli_task(common=BUILD, matrix=True)
 def clean(c: Context, request: Request, dry_run: bool = False) -> None:
     """Build the clean runtime image from the (reused or built) wheels image: zero compilation."""
+    from cleanbuild.commands import build
+
     build.clean(request, dry_run=dry_run)
 
 
@@ -60,6 +68,8 @@ def clean(c: Context, request: Request, dry_run: bool = False) -> None:
 def patch(c: Context, request: Request, folder: str | None = None, image: str | None = None,
           only: list[str] | None = None, check: bool = False, dry_run: bool = False) -> None:
     """Apply the source patches (aiter tuned_gemm and jit/core, ATOM CK-free) to a folder or an image."""
+    from cleanbuild.commands import existing
+
     existing.patch(folder=folder, image=image, only=tuple(only or ()), check=check, dry_run=dry_run, request=request)
 
 
@@ -67,18 +77,24 @@ def patch(c: Context, request: Request, folder: str | None = None, image: str | 
           model="model folder (mounted read-only)", arch="arch (default: the image's label)")
 def smoke(c: Context, request: Request, image: str) -> None:
     """Generate 10 tokens with a model inside an image and count them."""
+    from cleanbuild.commands import existing
+
     existing.smoke(image, request)
 
 
 @cli_task(common=("user",), image="the image to tag (name or ID)", dry_run="show the tag and why, tag nothing")
 def tag(c: Context, request: Request, image: str, dry_run: bool = False) -> None:
     """Tag an image per convention: user_date_rocmX_aiterY_atomZ, versions read from the image."""
+    from cleanbuild.commands import existing
+
     existing.tag(image, request, dry_run=dry_run)
 
 
 @cli_task(common=(*BUILD[:7], "model", "allow_no_smoke", "user", *GPU, "registry", "src", "mirror"), matrix=True)
 def build_clean(c: Context, request: Request, dry_run: bool = False) -> None:
     """The whole pipeline: preflight, prepare, wheels, clean, patch, validate, smoke, tag, report."""
+    from cleanbuild.commands import build
+
     build.build_clean(request, dry_run=dry_run)
 
 
@@ -88,6 +104,8 @@ def build_clean(c: Context, request: Request, dry_run: bool = False) -> None:
           allow_no_smoke="promote even without a smoke test")
 def promote(c: Context, request: Request, ref: str) -> None:
     """On a GPU node: pull by digest, validate and smoke-test here, then push the release tag and the report."""
+    from cleanbuild.commands import existing
+
     existing.promote(ref, request)
 
 
@@ -97,6 +115,8 @@ def promote(c: Context, request: Request, ref: str) -> None:
           json_file="where to copy the report (default: reports/validate-<run>.json)")
 def validate(c: Context, request: Request, image: str, json_file: str | None = None) -> int:
     """Run the validation kernels inside an image (build-clean's validate step); `-- ARGS` go to the kernels."""
+    from cleanbuild.commands import existing
+
     rest = tuple(c.config.get("validation_args") or ())
     return existing.validate(image, replace(request, device=request.device or "cuda"), rest=rest,
                              dest=output_file(json_file, "--json-file") if json_file else None)
@@ -106,6 +126,8 @@ def validate(c: Context, request: Request, image: str, json_file: str | None = N
           open="open its report.html in the desktop's web browser")
 def report(c: Context, tag: str, html: bool = False, open_: bool = False) -> None:
     """Print a build's report again, from reports/<repository>/<tag>/."""
+    from cleanbuild.commands import existing
+
     existing.print_report(tag, html=html, open_page=open_)
 
 
@@ -114,6 +136,8 @@ def report(c: Context, tag: str, html: bool = False, open_: bool = False) -> Non
 def pins(c: Context, request: Request, json: bool = False, bump: str | None = None, to: str | None = None,
          dry_run: bool = False) -> int:
     """Check every pin against its repository or index (exit 1 wrong, 3 unreachable); --bump moves one."""
+    from cleanbuild.commands import sources
+
     return sources.run_pins(request, as_json=json, bump=bump, to=to, dry_run=dry_run)
 
 
@@ -122,6 +146,8 @@ def pins(c: Context, request: Request, json: bool = False, bump: str | None = No
           upgrade_package="let this package move to its newest allowed version (repeatable)")
 def lock(c: Context, request: Request, upgrade_package: list[str] | None = None, check: bool = False) -> int:
     """(Re)make the profile's locked closure (uv pip compile --generate-hashes) from the pinned sources."""
+    from cleanbuild.commands import sources
+
     return sources.run_lock(request, upgrade=tuple(upgrade_package or ()), check=check)
 
 
@@ -148,6 +174,8 @@ def audit(c: Context, request: Request, image: str, model: str | None = None, tp
           profile="the profile to rebuild with (default: the image's own label)")
 def verify(c: Context, request: Request, ref: str, json: bool = False) -> None:
     """Rebuild an image from its own labels here and compare digests (exit 1: the first differing layer and file)."""
+    from cleanbuild.commands import verify_image
+
     verify_image.verify(ref, request, as_json=json)
 
 
