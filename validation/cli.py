@@ -13,20 +13,11 @@ import time
 from pathlib import Path
 
 from validation.archs import CK_FREE_ENV, CK_MODE_ENV, CK_MODES, ck_mode_from_env
+from validation.usage import USAGE_ERROR, Parser, UsageError
 
-USAGE_ERROR = 2
 # validation.checks.CHECKS in run order; named here so that parsing imports no check (they import torch).
 CHECK_NAMES = ("arch-consistency", "gemm-hipblaslt", "gemm-triton", "moe-triton", "gemm-ck", "gemm-asm",
                "lds-budget", "tuned-csv-coverage", "payload")
-
-
-class UsageError(Exception):
-    """Bad flags or an impossible request: one line on stderr, exit 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, exit 2, no usage dump
-        raise UsageError(message)
 
 
 def positive_int(text: str) -> int:
@@ -53,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     from validation.models import PRESETS
     from validation.tuned_csv import COVERAGE_WARN_BELOW
 
-    p = _Parser(prog="python -m validation", description="Backend validation kernels, arch and config checks.")
+    p = Parser(prog="python -m validation", description="Backend validation kernels, arch and config checks.")
     p.add_argument("--arch", required=True, choices=["gfx942", "gfx950", "auto"], help="target arch of the image")
     p.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda when torch sees a GPU, else cpu")
     p.add_argument("--only", nargs="+", metavar="CHECK", choices=CHECK_NAMES, help="run only these checks")

@@ -336,12 +336,13 @@ def _digest(obj: object) -> str:
 
 
 READER_DIR = REPO_ROOT / "validation"
+READER_FILES = ("__init__.py", "archs.py", "usage.py")  # beside payload/: what .dockerignore lets in
 
 
 def reader_digest() -> str:
     """What the clean target reads of validation/ (.dockerignore lets exactly this into its context)."""
     v = READER_DIR
-    return text_digest(_tree_digest(v / "payload") + (v / "__init__.py").read_text() + (v / "archs.py").read_text())
+    return text_digest(_tree_digest(v / "payload") + "".join((v / f).read_text() for f in READER_FILES))
 
 
 def _tree_digest(folder: Path, skip: frozenset[str] = frozenset()) -> str:

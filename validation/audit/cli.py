@@ -10,20 +10,11 @@ import json
 import sys
 from pathlib import Path
 
-USAGE_ERROR = 2
-
-
-class UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, exit 2, no usage dump
-        raise UsageError(message)
+from validation.usage import USAGE_ERROR, Parser, UsageError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m validation.audit", description="Audit this image for known ATOM/aiter pitfalls.")
+    p = Parser(prog="python -m validation.audit", description="Audit this image for known ATOM/aiter pitfalls.")
     p.add_argument("--arch", required=True, choices=["gfx942", "gfx950", "auto"], help="the arch the image must serve")
     p.add_argument("--json-file", type=Path, metavar="OUT", help="write the report here (default: stdout)")
     p.add_argument("--model", help="config.json folder or preset, for the tuned-CSV coverage")

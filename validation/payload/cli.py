@@ -14,22 +14,12 @@ import sys
 from pathlib import Path
 
 from validation.archs import ARCHS
-
-USAGE_ERROR = 2
-
-
-class UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, exit 2, no usage dump
-        raise UsageError(message)
+from validation.usage import USAGE_ERROR, Parser, UsageError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m validation.payload", description="The GPU code in a tree, read from its bytes.")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p = Parser(prog="python -m validation.payload", description="The GPU code in a tree, read from its bytes.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     s = sub.add_parser("scan", help="write the payload manifest of PATHs")
     s.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     s.add_argument("--arch", choices=sorted(ARCHS), help="the arch the tree must serve")
