@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import threading
 import time
 import uuid
@@ -29,6 +28,7 @@ from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.images import prepare
 from cleanbuild.images.plan import make_plan
 from cleanbuild.upstream import profiles
+from tests.support.derived import derived_images
 from tests.support.requests import build_of
 
 pytestmark = pytest.mark.docker
@@ -81,21 +81,8 @@ def images(audit_base, upstream_packages, tmp_path_factory):
     """variant -> image tag, built once; every image is removed at the end of the module."""
     folder = tmp_path_factory.mktemp("audit-images")
     build_context(folder, upstream_packages)
-    base = audit_base
-    session = uuid.uuid4().hex[:8]
-    built = {}
-    try:
-        for variant in VARIANTS:
-            tag = f"atom-audit-test/{variant}:{session}"
-            argv = ["docker", "buildx", "build", "--network", "host", "--load", "--progress", "plain", "--target",
-                    variant, "--build-arg", f"BASE={base}", "-t", tag, str(folder)]
-            proc = subprocess.run(argv, capture_output=True, text=True, check=False)  # noqa: S603
-            assert proc.returncode == 0, proc.stderr[-3000:]
-            built[variant] = tag
+    with derived_images(folder, VARIANTS, audit_base, "atom-audit-test") as built:
         yield built
-    finally:
-        for tag in built.values():
-            subprocess.run(["docker", "rmi", "-f", tag], capture_output=True, check=False)  # noqa: S603,S607
 
 
 def run_audit(tag, tmp_path=None, **kw):

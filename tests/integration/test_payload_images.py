@@ -4,15 +4,13 @@ arch's kernels in aiter's tree, or lack their own, are PRESENT to `audit`."""
 
 from __future__ import annotations
 
-import subprocess
-import uuid
-
 import pytest
 
 from cleanbuild.commands import audit_image
 from cleanbuild.core import engine
 from cleanbuild.core.metadata import PAYLOAD_LEFT_OUT_PATH, PAYLOAD_PATH
 from cleanbuild.gpuhost.arch import Arch
+from tests.support.derived import derived_images
 from tests.support.gpucode import hip_fixture
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -50,19 +48,9 @@ def derived(docker_engine, offline_builds, tmp_path_factory):
     folder = tmp_path_factory.mktemp("derived")
     (folder / "Dockerfile").write_text(DERIVED)
     (folder / "gfx950.co").write_bytes((hip_fixture() / "gfx950.co").read_bytes())
-    tags, session = {}, uuid.uuid4().hex[:8]
-    try:
-        for target in ("foreign", "lacking"):
-            tag = f"atom-payload-test/{target}:{session}"
-            argv = ["docker", "buildx", "build", "--network", "host", "--load", "--progress", "plain", "--target",
-                    target, "--build-arg", f"BASE={offline_builds['gfx942-ck'].candidate}", "-t", tag, str(folder)]
-            proc = subprocess.run(argv, capture_output=True, text=True, check=False)  # noqa: S603
-            assert proc.returncode == 0, proc.stderr[-3000:]
-            tags[target] = tag
+    with derived_images(folder, ("foreign", "lacking"), offline_builds["gfx942-ck"].candidate,
+                        "atom-payload-test") as tags:
         yield tags
-    finally:
-        for tag in tags.values():
-            subprocess.run(["docker", "rmi", "-f", tag], capture_output=True, check=False)  # noqa: S603,S607
 
 
 def _payload(result) -> dict:
