@@ -1,9 +1,10 @@
 """python -m validation.payload scan PATH... [--arch X] [--root DIR] [--json-file OUT]
    python -m validation.payload prune --site DIR --arch X --json-file OUT
 
-scan: the payload manifest of the GPU code under each PATH (exit 0; 1 with --arch when code for another arch sits
-in a folder keyed by arch, or a folder named for one arch holds another's). prune: the clean step's removal of
-other archs' folders under arch-keyed roots (aiter_meta/hsa), writing what it left out. Exit 2: bad input.
+scan: the payload manifest of the GPU code under each PATH (exit 0; 1 when a folder named for one arch holds another
+arch's code). prune: the clean step's removal of other archs' folders under arch-keyed roots (aiter_meta/hsa),
+writing what it left out (exit 1 when the target arch has no folder there). Exit 2: bad input. Audit and validation
+judge a manifest for an arch (validation.payload.judge); this command only reads.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        missing = [str(p) for p in getattr(args, "paths", [args.site] if hasattr(args, "site") else []) if not p.exists()]
+        given = args.paths if args.command == "scan" else [args.site]
+        missing = [str(p) for p in given if not p.exists()]
         if missing:
             raise UsageError(f"{', '.join(missing)} does not exist")
     except UsageError as exc:
