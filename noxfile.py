@@ -1,4 +1,5 @@
-"""Nox sessions: tests (the everyday tier), integration (real engine, builds), lint, typecheck, validate, upstream."""
+"""Nox sessions: tests (the everyday tier; tests_serial, the same in one process), integration (real engine, builds),
+lint, typecheck, validate, upstream."""
 
 from __future__ import annotations
 
@@ -24,10 +25,21 @@ def _pytest(session: nox.Session, marker: str, default: list[str]) -> None:
     session.run("pytest", "-m", marker, *(session.posargs or default))
 
 
+# The everyday tier on every core (pytest-xdist), each test file whole on one worker (its module fixtures made once),
+# and the 25 slowest tests in the log. Arguments after `--` replace these: `nox -s tests -- tests/cli -x`.
+TIER = ["-n", "auto", "--dist", "loadfile", "--durations=25", "tests/"]
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
     """The everyday tier: host logic, patches on every real upstream snapshot, validation on the CPU (no engine)."""
-    _pytest(session, "not docker", ["tests/"])
+    _pytest(session, "not docker", TIER)
+
+
+@nox.session
+def tests_serial(session: nox.Session) -> None:
+    """The everyday tier in one process (-p no:xdist): a test that passes only in some order or beside a worker fails."""
+    _pytest(session, "not docker", ["-p", "no:xdist", "--durations=25", "tests/"])
 
 
 @nox.session

@@ -13,8 +13,8 @@ import pytest
 from cleanbuild.upstream.profiles import PROFILE_DIR
 from tests.support.upstream import upstream_dir
 
-# Fixtures that test folders share: the collect stage of the wheels step, the local registry.
-pytest_plugins = ["tests.support.collect_stage", "tests.support.registry"]
+# Fixtures that test folders share: the collect stage of the wheels step, the local registry, aiter's real hsa/.
+pytest_plugins = ["tests.support.collect_stage", "tests.support.registry", "tests.support.gpucode"]
 MIRROR_ENV = "ATOM_BUILD_MIRROR"  # cleanbuild.upstream.mirror.ENV
 MIRROR_DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "upstream"
 
@@ -54,6 +54,14 @@ def docker_engine():
     return docker.from_env()
 
 
+
+
+@pytest.fixture
+def no_engine(monkeypatch, tmp_path) -> None:
+    """DOCKER_HOST at a socket nobody serves (for this process and the ones it starts): a command that would ask
+    the engine (plan's unit states) hears "no engine" at once, whatever engine this host runs and however busy or
+    full it is. The everyday tier needs none; with one, the plan tests took 5-10 s each listing its images."""
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
 
 
 @pytest.fixture(scope="session")

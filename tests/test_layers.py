@@ -8,6 +8,7 @@ cleanbuild: "core.engine", "images.plan"."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -36,7 +37,8 @@ def source(module: str) -> Path:
     return PACKAGE / f"{module.replace('.', '/')}.py"
 
 
-def direct_imports(module: str) -> set[str]:
+@functools.cache  # the sources do not change during a run; reached() asks for each module many times
+def direct_imports(module: str) -> frozenset[str]:
     """The cleanbuild modules one module imports anywhere in its source (module level or inside a function)."""
     tree = ast.parse(source(module).read_text())
     package = module.split(".")[:-1]
@@ -52,7 +54,7 @@ def direct_imports(module: str) -> set[str]:
         else:
             continue
         found |= {".".join([*base, a.name]) for a in node.names} | {".".join(base)}
-    return {m for m in found if m and source(m).is_file()}
+    return frozenset(m for m in found if m and source(m).is_file())
 
 
 def reached(module: str) -> set[str]:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import re
 import shlex
 import shutil
+import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,6 +156,25 @@ class Repo:
         argv = [*self._git(), "show", "--end-of-options", f"{git_ref(ref, 'ref')}:{path}"]
         result = run(argv, check=False, capture=True, echo=False, timeout=120, binary=True)
         return result.stdout_bytes if result.returncode == 0 else None
+
+    def python_files(self, ref: str) -> dict[str, bytes]:
+        """Every *.py file at ref, path -> contents, in one `git archive` (one process, not one `show` per file; a
+        blobless cache fetches the blobs it lacks). A symbolic link reads as its target, as `show` gives it."""
+        argv = [*self._git(), "archive", "--format=tar", "--end-of-options", git_ref(ref, "ref"), "*.py"]
+        result = run(argv, check=False, echo=False, binary=True, timeout=600)
+        if result.returncode != 0 and "did not match any files" in result.stderr:
+            return {}
+        if result.returncode != 0 or result.timed_out:
+            why = git_reason(result.stderr) or ("timed out" if result.timed_out else "no output")
+            raise GitError(f"git archive in {self.url} failed because {why}. To fix, check that {self.git_dir} is a "
+                           "readable, intact git repository (git fsck), or point the profile at another copy.")
+        files: dict[str, bytes] = {}
+        with tarfile.open(fileobj=io.BytesIO(result.stdout_bytes)) as archive:
+            for member in archive:
+                data = archive.extractfile(member) if member.isfile() else None
+                if member.name.endswith(".py") and (data is not None or member.issym()):
+                    files[member.name] = data.read() if data is not None else member.linkname.encode()
+        return files
 
     def is_ancestor(self, ref: str, head: str) -> bool:
         argv = [*self._git(), "merge-base", "--is-ancestor", "--end-of-options",

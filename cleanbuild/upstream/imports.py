@@ -134,6 +134,8 @@ def resolve_relative(node: ast.ImportFrom, module: str, is_pkg: bool) -> str:
 
 def aiter_imports(source: bytes, file: str) -> Iterator[tuple[int, str, str | None]]:
     """(line, module, name) of every non-optional import of aiter in one ATOM file (name None: `import aiter.x`)."""
+    if b"aiter" not in source:  # no import of aiter can be spelled without the word: nothing to parse
+        return
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -167,7 +169,8 @@ def _walk(node: ast.AST, optional: bool) -> Iterator[tuple[ast.AST, bool]]:
             yield from _walk(child, optional)
         return
     for sub in ast.iter_child_nodes(node):
-        yield from _walk(sub, optional)
+        if not isinstance(sub, ast.expr):  # an expression holds no statement, so no import: not walked
+            yield from _walk(sub, optional)
 
 
 @dataclass(frozen=True)

@@ -128,7 +128,8 @@ def pair(aiter: Repo, aiter_ref: str, atom: Repo, atom_ref: str) -> Row:
 
 
 def _tree(repo: Repo, ref: str) -> Tree:
-    return Tree(repo.git("ls-tree", "-r", "--name-only", "--end-of-options", git_ref(ref, "ref")).split(), lambda path: repo.show(ref, path))
+    files = repo.python_files(ref)  # the Tree reads only *.py files
+    return Tree(list(files), files.get)
 
 
 def flydsl(profile: Profile, aiter: Repo) -> Row:

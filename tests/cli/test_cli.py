@@ -19,6 +19,7 @@ from cleanbuild.cli.program import AtomBuild
 from tests.support.upstream import AITER_HEAD, AITER_PR_HEAD, ATOM_HEAD
 
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.usefixtures("no_engine")  # a plan's unit states: "no engine", never this host's engine
 
 
 @pytest.fixture(autouse=True)

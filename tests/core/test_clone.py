@@ -91,7 +91,7 @@ def test_pip_install_dot_says_in_one_line_to_install_from_a_clone(fresh_clone, v
 
 
 @pytest.mark.slow
-def test_an_editable_install_plans_from_any_folder(fresh_clone, venv, upstream, tmp_path):
+def test_an_editable_install_plans_from_any_folder(fresh_clone, venv, upstream, tmp_path, no_engine):
     pip_install(venv, "-e", str(fresh_clone))
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

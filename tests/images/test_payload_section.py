@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -13,17 +14,17 @@ from cleanbuild.images import payload, report
 from cleanbuild.images import plan as P
 from cleanbuild.images.record import BuildRecord, ImageSummary
 from cleanbuild.upstream import profiles
-from tests.support.gpucode import aiter_hsa
 from tests.support.requests import build_of
 from validation.payload.prune import prune
 from validation.payload.scan import manifest, scan
 
 
 @pytest.fixture(scope="module")
-def written(tmp_path_factory) -> dict:
+def written(tmp_path_factory, pristine_aiter_hsa) -> dict:
     root = tmp_path_factory.mktemp("image")
     site = root / "opt" / "venv" / "site-packages"
-    shutil.copytree(aiter_hsa(tmp_path_factory.mktemp("src")), site / "aiter_meta" / "hsa")
+    # Hard links to the session's pristine hsa/: the prune below removes files and never writes into one.
+    shutil.copytree(pristine_aiter_hsa, site / "aiter_meta" / "hsa", copy_function=lambda s, d: Path(d).hardlink_to(s))
     left = prune(site, "gfx942")
     m = manifest(scan([root / "opt"], root=root), target="gfx942", roots=["/opt"])
     return {"manifest": m, "left_out": left}

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 from patch_helpers import AITER_PIN, PYPI_CACHE, WHEEL_MEMBERS, WHEEL_NAME
+
+from tests.support.wheels import pip_download
 
 
 @pytest.fixture(scope="session")
@@ -34,8 +34,7 @@ def aiter_root(aiter_wheel_dir, tmp_path) -> Path:
 
 
 def _download_wheel() -> None:
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", AITER_PIN, "-d", str(PYPI_CACHE)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)  # noqa: S603 (fixed argv)
+    proc = pip_download(AITER_PIN, PYPI_CACHE)
     if proc.returncode != 0:
         message = f"could not download {AITER_PIN}: {proc.stderr.strip().splitlines()[-1:]}"
         if os.environ.get("CI") == "true":

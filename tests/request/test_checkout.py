@@ -328,7 +328,7 @@ def test_plan_with_a_bad_src_is_one_line_and_exit_2(capsys, monkeypatch, value, 
     assert (info.value.code, len(lines), lines[0].startswith(needle)) == (2, 1, True), lines
 
 
-def test_plan_json_says_the_route_and_the_files_that_decided_it(capsys, monkeypatch, real_edit):
+def test_plan_json_says_the_route_and_the_files_that_decided_it(capsys, monkeypatch, real_edit, no_engine):
     monkeypatch.delenv("INVOKE_RUNTIME_CONFIG", raising=False)
     invoke_plan("--profile", "offline", "--src", f"aiter={real_edit}", "--json")
     src = json.loads(capsys.readouterr().out)["src"][0]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,23 @@ def aiter_hsa(dest: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)  # noqa: S603,S607
     return dest / "hsa"
+
+
+@pytest.fixture(scope="session")
+def pristine_aiter_hsa(tmp_path_factory) -> Iterator[Path]:
+    """aiter's hsa/ at the pin, unpacked once per session for every payload test (116 MB): read it, or copy it
+    (hard links do: the prune removes files, it never writes into one) before changing anything. A test that wrote
+    into it after all (through a hard link) fails the session's teardown, naming the files."""
+    hsa = aiter_hsa(tmp_path_factory.mktemp("aiter"))
+    before = _stamps(hsa)
+    yield hsa
+    after = _stamps(hsa)
+    changed = sorted(path for path in before.keys() | after.keys() if before.get(path) != after.get(path))
+    assert changed == [], f"a test changed the shared pristine hsa/ (write into a copy, not a hard link): {changed[:5]}"
+
+
+def _stamps(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
 
 
 FLAGS = re.compile(r"^\s*Flags:\s+(0x[0-9a-fA-F]+)(?:, (.*))?$")

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import re
+import subprocess
+import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -31,3 +35,15 @@ def make_wheel(folder: Path, name: str, version: str, files: dict[str, bytes] | 
         for member, data in content.items():
             zf.writestr(member, data)
     return path
+
+
+def pip_download(requirement: str, cache: Path) -> subprocess.CompletedProcess:
+    """`pip download --no-deps REQUIREMENT` into cache, each file put in place by one rename: a test on another
+    worker that globs the cache sees a whole wheel or none, and two that download at once both end with it."""
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cache, prefix=".download-") as staging:  # beside the files: a rename
+        proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", requirement,  # noqa: S603
+                               "-d", staging], capture_output=True, text=True, timeout=600, check=False)
+        for file in Path(staging).iterdir():
+            os.replace(file, cache / file.name)
+    return proc

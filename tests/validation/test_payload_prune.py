@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.gpucode import aiter_hsa
 from validation.payload.cli import main
 from validation.payload.judge import OK, PRESENT, judge, status
 from validation.payload.prune import PruneError, prune
@@ -16,8 +15,8 @@ from validation.payload.scan import manifest, scan
 
 
 @pytest.fixture(scope="session")
-def pristine_hsa(tmp_path_factory) -> Path:
-    return aiter_hsa(tmp_path_factory.mktemp("aiter"))
+def pristine_hsa(pristine_aiter_hsa) -> Path:
+    return pristine_aiter_hsa  # never changed: each test prunes hard links to it
 
 
 @pytest.fixture
@@ -91,6 +90,9 @@ def test_the_judge_says_when_the_family_lacks_the_images_arch(site, tmp_path):
 def test_a_code_object_in_another_archs_folder_is_misplaced(site, tmp_path):
     hsa = site / "aiter_meta" / "hsa"
     stray = next((hsa / "gfx950" / "pa").glob("*.co"))
+    # gfx942/pa/ holds a file of that name: a hard link to the session's pristine tree, so it is replaced, never
+    # written into (copying over it would turn the pristine gfx942 kernel into gfx950 code for every later test).
+    (hsa / "gfx942" / "pa" / stray.name).unlink(missing_ok=True)
     shutil.copy(stray, hsa / "gfx942" / "pa" / stray.name)
     prune(site, "gfx942")
     m, verdicts = _judged(tmp_path, "gfx942")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.gpucode import aiter_hsa, hip_fixture, readelf_headers
+from tests.support.gpucode import hip_fixture, readelf_headers
 from validation.payload.bundle import read_bundle
 from validation.payload.elf import amdgpu_target, parse_header, sections
 from validation.payload.read import read
@@ -15,8 +15,8 @@ from validation.payload.scan import manifest, scan
 
 
 @pytest.fixture(scope="session")
-def hsa(tmp_path_factory) -> Path:
-    return aiter_hsa(tmp_path_factory.mktemp("aiter"))
+def hsa(pristine_aiter_hsa) -> Path:
+    return pristine_aiter_hsa  # only read here
 
 
 @pytest.fixture(scope="session")

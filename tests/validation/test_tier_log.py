@@ -12,8 +12,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
-def test_loading_aiter_leaves_no_traceback_after_the_summary():
+def test_loading_aiter_leaves_no_traceback_after_the_summary(tmp_path):
+    # --basetemp: the inner run's temporary folders stay under this test's, so it never prunes the numbered
+    # folders of other pytest runs (whole earlier runs' trees: that took it from 8 s to a minute).
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",  # noqa: S603
+                             "--basetemp", str(tmp_path / "inner"),
                              "tests/validation/test_aiter_adapter.py"], cwd=REPO, capture_output=True, text=True,
                             timeout=600, env={**os.environ, "TRITON_INTERPRET": "1"}, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
