@@ -193,6 +193,16 @@ def ci(r: dict) -> Rows:
             ("integration tier (`nox -s integration`)", f"{r['integration_passed']} passed; {minutes(r['integration_s'])}")]
 
 
+def tiers(r: dict) -> Rows:
+    return [("unit tier before", f"{seconds(r['unit_before_s'])} of pytest ({r['unit_before_where']})"),
+            ("unit tier after", f"{seconds(r['unit_after_s'])} of pytest, {seconds(r['unit_session_after_s'])} the "
+             f"session with its venv ({r['unit_after_where']})"),
+            ("unit tier after, one worker (`-p no:xdist`)", f"{seconds(r['unit_serial_after_s'])}, all passed"),
+            ("typecheck", seconds(r["typecheck_s"])),
+            ("integration tier", f"{minutes(r['integration_s'])}: {r['integration_result']} ({r['integration_where']})"),
+            ("fresh clone, every tier", f"about {r['ci_total_min']} min")]
+
+
 def bisect(r: dict) -> Rows:
     found = "named the rerouting commit" if r["found"] else "did NOT name the rerouting commit"
     return [(f"a dispatcher regression among {r['commits']} commits", f"{found}; {r['check_runs']} validation runs "
@@ -265,6 +275,9 @@ BENCHMARKS: dict[str, tuple[str, str, Callable[[dict], Rows]]] = {
                 "left-out bytes) and after (the image), and the reader's wall time over the whole image in a "
                 "container.", payload),
     "ci": ("CI", "What CI runs, on a fresh clone.", ci),
+    "tiers": ("Test tiers", "The everyday tier before and after pytest-xdist and the slow tests' cuts (issue 46), "
+              "the typecheck and the integration tier. Goal: the unit tier under 60 s of pytest (not met), a fresh "
+              "clone's `bash .ci/run` under 25 minutes (not shown on a quiet machine).", tiers),
 }
 
 
