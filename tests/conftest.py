@@ -66,7 +66,7 @@ def no_engine(monkeypatch, tmp_path) -> None:
 
 @pytest.fixture(scope="session")
 def standin_base(docker_engine) -> str:
-    """The offline profile's stand-in base image (mmdebstrap + docker import, once; cached after)."""
+    """The offline profile's stand-in base image (mmdebstrap at a fixed SOURCE_DATE_EPOCH, added FROM scratch by BuildKit; once, cached after)."""
     from tests.support.builds import standin_base as make
 
     return make(docker_engine)

@@ -22,6 +22,9 @@ PAYLOAD_PATH = f"{IN_IMAGE}/payload.json"  # validation.payload scan of the clea
 PAYLOAD_LEFT_OUT_PATH = f"{IN_IMAGE}/payload-left-out.json"  # what the clean step's prune left out
 PATCHES_PATH = f"{IN_IMAGE}/patches.json"
 RUN_LABEL = f"{NS}.run"  # on every container a run creates, so cleanup finds them all
+# The offline stand-in base's labels (cleanbuild.images.standin): the inputs of its key (JSON), the sha256 of the tar
+# it was made from, and what the Debian archive gave it ("name=version ...": outside the pins).
+STANDIN_INPUTS, STANDIN_TAR, STANDIN_DEBS = (f"{NS}.standin.{n}" for n in ("inputs", "tar", "debs"))
 SCHEMA = 2
 
 

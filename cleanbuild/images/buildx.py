@@ -49,7 +49,7 @@ def build(spec: BuildSpec, options: Build, *, labels: tuple[tuple[str, str], ...
     iid = run_dir / f"{spec.step}.iid"
     iid.unlink(missing_ok=True)
     argv = buildx_argv.argv(spec, options, buildx_argv.load(iid), labels=labels, cache=cache)
-    _run_build(spec, argv, run_dir / f"{spec.step}.log", show)
+    _run_build(spec.step, argv, run_dir / f"{spec.step}.log", show)
     return iid.read_text().strip()
 
 
@@ -72,24 +72,50 @@ def _build_reproducible(spec: BuildSpec, options: Build, labels: tuple[tuple[str
     metadata.unlink(missing_ok=True)
     argv = buildx_argv.argv(spec, options, buildx_argv.image_store(metadata), labels=labels, cache=cache,
                             tagged=attestations is not None)
-    _run_build(spec, argv, options.run_dir / f"{spec.step}.log", show)
+    _run_build(spec.step, argv, options.run_dir / f"{spec.step}.log", show)
     exp = imagestore.exported(metadata)
     digest = str(exp.image["digest"])
     if attestations is not None:
         digest = imagestore.attach(exp, attestations, options.run_dir / f"{spec.step}.load.log")
     else:
         run(["docker", "tag", digest, spec.image], capture=True, echo=False)
-    stored = run(["docker", "image", "inspect", "--format", "{{.Id}}", spec.image], capture=True, echo=False).stdout.strip()
+    return _stored_as(spec.image, digest)
+
+
+def _stored_as(image: str, digest: str) -> str:
+    """digest, once the engine says image is stored as that manifest (the containerd store's image ID)."""
+    stored = run(["docker", "image", "inspect", "--format", "{{.Id}}", image], capture=True, echo=False).stdout.strip()
     if stored != digest:
-        raise BuildFailed(f"{spec.image} is stored as {stored}, not as its exported manifest {digest}. To fix, "
+        raise BuildFailed(f"{image} is stored as {stored}, not as its exported manifest {digest}. To fix, "
                           "enable the containerd image store (features.containerd-snapshotter in daemon.json).")
     return digest
 
 
-def _run_build(spec: BuildSpec, argv: list[str], log: Path, show: bool) -> None:
+def build_here(dockerfile: Path, context: Path, image: str, labels: tuple[tuple[str, str], ...], log: Path, *,
+               reproducible: bool) -> str:
+    """An image that reads only its context, built on the engine's own BuildKit (buildx_argv.own_engine) and named
+    image; returns its ID. reproducible: as build's, straight into the containerd store with SOURCE_DATE_EPOCH (the
+    same context gives the same ID), else --load."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    if not reproducible:
+        iid = log.with_name(f"{log.stem}.iid")
+        iid.unlink(missing_ok=True)
+        argv = buildx_argv.own_engine(dockerfile, context, (*buildx_argv.load(iid), "-t", image), labels=labels)
+        _run_build(image, argv, log, False)
+        return iid.read_text().strip()
+    metadata = log.with_name(f"{log.stem}.metadata.json")
+    metadata.unlink(missing_ok=True)
+    _run_build(image, buildx_argv.own_engine(dockerfile, context, buildx_argv.image_store(metadata), labels=labels),
+               log, False)
+    digest = str(imagestore.exported(metadata).image["digest"])
+    run(["docker", "tag", digest, image], capture=True, echo=False)
+    return _stored_as(image, digest)
+
+
+def _run_build(what: str, argv: list[str], log: Path, show: bool) -> None:
     code = run_logged(argv, log, show=show)
     if code != 0:
-        raise BuildFailed(f"the {spec.step} build failed (exit {code}): {last_error(log)}. Full log: {log}")
+        raise BuildFailed(f"the {what} build failed (exit {code}): {last_error(log)}. Full log: {log}")
 
 
 def last_error(log: Path) -> str:

@@ -37,6 +37,17 @@ def argv(spec: BuildSpec, options: Build, output: tuple[str, ...], *, labels: tu
     return [*out, *(("-t", spec.image) if tagged else ()), str(spec.context)]
 
 
+def own_engine(dockerfile: Path, context: Path, output: tuple[str, ...], *,
+               labels: tuple[tuple[str, str], ...] = ()) -> list[str]:
+    """A build on the engine's own BuildKit of a context that holds everything it reads (the stand-in base: FROM
+    scratch and a tar). No --builder: every other build starts FROM its image, so it must be in this engine, as
+    the stand-in always was; no CA bundle: nothing is fetched; plain progress: its output goes to a log."""
+    out = ["docker", "buildx", "build", "--progress", "plain", "-f", str(dockerfile)]
+    for key, value in labels:
+        out += ["--label", f"{key}={value}"]
+    return [*out, *output, str(context)]
+
+
 def load(iidfile: Path | None = None) -> tuple[str, ...]:
     """Into the engine's image store, its ID written to iidfile (Docker 20.10's BuildKit 0.8: the --load path)."""
     return ("--load", *(("--iidfile", str(iidfile)) if iidfile else ()))

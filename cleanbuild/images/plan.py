@@ -36,16 +36,30 @@ from cleanbuild.upstream.profiles import Profile, strings, table
 STEPS = ("preflight", "prepare", "wheels", "clean", "patch", "validate", "smoke", "tag", "report")
 DEV_STEPS = (*STEPS[:4], "dev", *STEPS[4:])  # --src with Python-only edits: the overlay layer before the patches
 IN_IMAGE = metadata.IN_IMAGE
-STANDIN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# The stand-in base (offline profile) is `mmdebstrap SUITE` with these options and SOURCE_DATE_EPOCH set (every
+# file's time, no host time or log in the tar: the same archive gives a byte-identical tar), then that tar added
+# FROM scratch by the engine's own BuildKit (STANDIN_DOCKERFILE; SOURCE_DATE_EPOCH dates its config, so the same
+# tar gives the same image ID, where `docker import` dates the image by the import). The hook drops the two files
+# mmdebstrap copies from the host (its manual, "SOURCE_DATE_EPOCH"); the engine mounts its own at run time.
+STANDIN_MMDEBSTRAP = ("--variant=minbase", "--format=tar", '--customize-hook=rm -f "$1"/etc/resolv.conf "$1"/etc/hostname')
+STANDIN_DOCKERFILE = DOCKER_DIR / "standin" / "Dockerfile"
 
 
 @dataclass(frozen=True)
 class Standin:
-    """The stand-in base (offline profile): a Debian suite with these packages, and the PATH its import gets."""
+    """The stand-in base (offline profile): mmdebstrap of a Debian suite with these packages at a fixed
+    SOURCE_DATE_EPOCH, added FROM scratch by BuildKit. What the Debian archive serves that day is outside the pins:
+    the prepare step records it (cleanbuild.images.standin)."""
 
     suite: str
     packages: tuple[str, ...]  # sorted
-    path: str
+    epoch: int  # SOURCE_DATE_EPOCH of the tar and of the image's config
+    dockerfile: str  # sha256 of STANDIN_DOCKERFILE's text
+
+    def inputs(self) -> dict[str, object]:
+        """Everything its bytes are made from but the archive's state: its key, and a label of the image."""
+        return {"suite": self.suite, "packages": list(self.packages), "epoch": self.epoch,
+                "mmdebstrap": list(STANDIN_MMDEBSTRAP), "dockerfile": self.dockerfile}
 
 
 @dataclass(frozen=True)
@@ -249,7 +263,7 @@ def _prepare(profile: Profile, options: Build) -> Prepare:
     if profile.base.get("standin"):
         conf = profile.section("standin")
         standin = Standin(str(conf.get("suite", "bookworm")), tuple(sorted(strings(conf.get("base_packages")))),
-                          STANDIN_PATH)
+                          buildx_argv.SOURCE_DATE_EPOCH, text_digest(STANDIN_DOCKERFILE.read_text()))
     texts, problem = lock_texts(profile, runtime, build)
     lock_digest = "sha256:" + hashlib.sha256(b"".join(p.read_bytes() for p in (runtime, build) if p.is_file())).hexdigest()
     key = _digest({"lock": dict(texts), "wheels": wheels, "python": profile.python,
@@ -288,9 +302,9 @@ def lock_texts(profile: Profile, runtime: Path, build: Path) -> tuple[tuple[tupl
 
 
 def standin_image(standin: Standin) -> str:
-    """The stand-in base's name, keyed by (suite, packages, PATH): known without Docker, so plans stay pure."""
-    key = {"suite": standin.suite, "packages": standin.packages, "path": standin.path}
-    return f"atom-build/standin-base:{_digest(key)[:12]}"
+    """The stand-in base's name, keyed by what it is made from (suite, packages, epoch, the mmdebstrap options and
+    the Dockerfile that adds the tar): known without Docker, so plans stay pure."""
+    return f"atom-build/standin-base:{_digest(standin.inputs())[:12]}"
 
 
 def repo_arg(component: str, repo: str) -> str:

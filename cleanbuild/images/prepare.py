@@ -5,7 +5,8 @@
   (wheels the profile takes from this machine, fetched with pip) and local/repos/<component>.git (copies of local
   repositories: the offline profile's ../shared/upstream). Built in a temporary folder and renamed into place, so
   an interrupted prepare never leaves a half context that a later build would trust.
-- The stand-in base image (offline profile): mmdebstrap of the profile's [standin] + `docker import`.
+- The stand-in base image (offline profile): mmdebstrap of the profile's [standin] with a fixed SOURCE_DATE_EPOCH,
+  added FROM scratch by BuildKit (cleanbuild.images.standin): the same Debian archive gives the same image ID.
 One preparer at a time per cache folder (a file lock): two builds started together wait for each other.
 """
 
@@ -21,10 +22,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from cleanbuild.core.errors import EnvironmentProblem, StepFailed
-from cleanbuild.core.refs import split_image
+from cleanbuild.core import engine
+from cleanbuild.core.errors import StepFailed
 from cleanbuild.core.run import CommandFailed, run
-from cleanbuild.core.spec import DOCKER_DIR
+from cleanbuild.core.spec import DOCKER_DIR, EngineFacts
+from cleanbuild.images import standin
 from cleanbuild.images.plan import CLEAN_ONLY_SCRIPTS, Plan, Prepare, standin_image
 
 
@@ -39,16 +41,19 @@ def _locked(cache_dir: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def prepare(plan: Plan, image_exists: Callable[[str], bool]) -> dict[str, Any]:
-    """Make the context (and the stand-in base); returns what was made or found, for the record and the report."""
+def prepare(plan: Plan, image_exists: Callable[[str], bool], facts: EngineFacts | None = None) -> dict[str, Any]:
+    """Make the context (and the stand-in base); returns what was made or found, for the record and the report.
+    facts: the engine's (preflight's), which says how the stand-in is built."""
     if plan.prepare.lock_problem:
         raise StepFailed(plan.prepare.lock_problem)
     with _locked(plan.options.request.cache_dir):
-        made = {"context": str(plan.prepare.context), "context_reused": plan.prepare.context.is_dir()}
+        made: dict[str, Any] = {"context": str(plan.prepare.context), "context_reused": plan.prepare.context.is_dir()}
         if not made["context_reused"]:
             build_context(plan.prepare, python=plan.profile.python)
         if plan.prepare.standin:
-            made["standin"] = ensure_standin(plan.prepare, plan.options.request.cache_dir, image_exists)
+            cache = plan.options.request.cache_dir
+            base = ensure_standin(plan.prepare, cache, image_exists, facts)
+            made.update(standin=base, standin_archive=standin.record(standin.folder(cache, base)))
         return made
 
 
@@ -95,24 +100,20 @@ def _copy_repo(repo: Path, dest: Path) -> None:
             folder.chmod(folder.stat().st_mode | 0o200)  # a read-only source must not make the copy unremovable
 
 
-def ensure_standin(prep: Prepare, cache_dir: Path, image_exists: Callable[[str], bool]) -> str:
-    """A Debian image with Python and pip, made by mmdebstrap and `docker import`; built once per key."""
+def ensure_standin(prep: Prepare, cache_dir: Path, image_exists: Callable[[str], bool],
+                   facts: EngineFacts | None = None) -> str:
+    """The stand-in base, named by its key: found here, or made reproducibly (cleanbuild.images.standin) from the
+    tar in the cache, or from a new one. facts: the engine's, from preflight; asked here when not given."""
     spec = prep.standin
     if spec is None:
         raise ValueError("the profile's base is not a stand-in")
     image = standin_image(spec)
     if image_exists(image):
         return image
-    key = split_image(image)[1]
-    tar = cache_dir / f"standin-base-{key}.tar"
-    if not tar.exists():
-        partial = cache_dir / f"standin-base-{key}.partial.tar"  # mmdebstrap picks the format from the suffix
-        try:
-            run(["mmdebstrap", "--variant=minbase", "--format=tar", "--include=" + ",".join(spec.packages),
-                 spec.suite, str(partial)], capture=True)
-        except CommandFailed as exc:
-            raise EnvironmentProblem(f"mmdebstrap could not make the stand-in base: {exc}. To fix, check the Debian mirror.") from None
-        partial.rename(tar)
-    # A plain import has no config; give it the PATH every real base image has, so `ENV PATH=...:$PATH` works.
-    run(["docker", "import", "--change", f"ENV PATH={spec.path}", str(tar), image], capture=True)
+    where = standin.folder(cache_dir, image)
+    made = standin.record(where) or standin.make(spec, where)
+    facts = facts or engine.preflight(engine.client(), 0.0)
+    # Built on the engine's own BuildKit whatever --builder says (its image is every build's FROM, here).
+    standin.build(spec, where, image, made,
+                  reproducible=engine.reproducible_builds(facts.version, facts.containerd_store, None))
     return image

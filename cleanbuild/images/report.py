@@ -11,6 +11,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, TypedDict
 
+from cleanbuild.core import metadata
 from cleanbuild.core.refs import name_or_tag, split_image
 from cleanbuild.core.spec import REPO_ROOT
 from cleanbuild.images import htmlpage, payload, sbom, srcplan
@@ -39,6 +40,7 @@ def build(plan: Plan, rec: BuildRecord, *, failed: bool, error: str | None = Non
         "layers": list(seen.layers) if seen else [],
         "payload": payload.section(seen.payload) if seen else None,
         "base_image": plan.base_image, "base_image_digest": plan.profile.base.get("digest") or None,
+        "standin": standin(plan, rec),
         "attestations": attached(plan, rec),
         "images": {"wheels": rec.wheels.image if rec.wheels else None, "clean": plan.clean.image,
                    "candidate": rec.candidate_ref},
@@ -58,6 +60,27 @@ def build(plan: Plan, rec: BuildRecord, *, failed: bool, error: str | None = Non
         "total_seconds": round(rec.finished - rec.started, 1) if rec.finished is not None else None,
         "labels": dict(seen.labels) if seen else {},
     }
+
+
+def standin(plan: Plan, rec: BuildRecord) -> dict[str, Any] | None:
+    """The stand-in base (offline profile): what its key covers, and what the Debian archive gave it (its Release
+    files, every package version, the tar's sha256: cleanbuild.images.standin), which no pin holds. The archive is
+    None where this run did not make the base or find its record."""
+    if plan.prepare.standin is None:
+        return None
+    made = (rec.prepared or {}).get("standin_archive")
+    return {"image": plan.base_image, "inputs": plan.prepare.standin.inputs(), "archive": made,
+            "outside_the_pins": outside_the_pins(made)}
+
+
+def outside_the_pins(made: dict[str, Any] | None) -> str:
+    """One line: the Debian archive's state the stand-in base was made from."""
+    head = "the stand-in base's Debian packages are what the archive served the day it was made (not pinned)"
+    if not made:
+        return f"{head}; not recorded by this run: its label {metadata.STANDIN_DEBS} lists every package version"
+    served = ", ".join(" ".join(str(x) for x in (r.get("codename") or r.get("suite"), r.get("version")) if x)
+                       + f" of {r.get('date', '?')}" for r in made.get("releases", []))
+    return f"{head}: {served}; {len(made.get('packages', {}))} packages, tar {made.get('tar_sha256')}"
 
 
 def attached(plan: Plan, rec: BuildRecord) -> list[str]:
@@ -243,6 +266,7 @@ def markdown(data: dict[str, Any]) -> str:
              f"- base: {data['base_image']}", f"- lock: {data.get('lock_sha256')}",
              f"- wheels manifest: {data.get('wheels_manifest_digest')}"]
     lines += [f"- offline substitutes: {s}" for s in data.get("offline_substitutes") or []]
+    lines += [f"- outside the pins: {data['standin']['outside_the_pins']}"] if data.get("standin") else []
     lines += _src(data.get("src") or [])
     lines += _table("Steps", ("step", "status", "seconds", "detail"),
                     [(s["name"], s["status"], s["seconds"], s["detail"]) for s in data["steps"]])

@@ -69,7 +69,7 @@ def preflight(ctx: Ctx, rec: BuildRecord) -> Outcome:
 
 
 def prepare(ctx: Ctx, rec: BuildRecord) -> Outcome:
-    made = preparer.prepare(ctx.plan, lambda ref: engine.image_id(ctx.client, ref) is not None)
+    made = preparer.prepare(ctx.plan, lambda ref: engine.image_id(ctx.client, ref) is not None, rec.engine)
     src = devcontext.prepare(ctx.plan)
     if src:
         made["src_contexts"] = src

@@ -9,8 +9,11 @@ reports/reproducibility/. Pushed, the wheels, clean and candidate images keep th
 carries its SBOM and provenance as attestations. `invoke verify` of an image changed after the build names the
 first differing layer and file.
 
-One cold rebuild serves the digest comparison and verify's "same digest" case: a second cold build of its own
-cost the integration tier about 10 minutes (README "Engines").
+One cold rebuild serves the digest comparison and verify's "same digest" case. What a rebuild from labels cannot
+see, because the stand-in base and the build context are still there, is a machine that has nothing: the last test
+removes every image, the BuildKit cache and the cache folder (the stand-in's tar with it) before each of two cold
+builds and asks for the same release digest. It runs last in this module and puts back, by key, the images of the
+session's variants (tests/support/builds.py) that the engine held before, asking for their old IDs.
 
 Docker 20.10 is not tested: its BuildKit 0.8 stamps build times into every image (verify refuses there, exit 3)
 and, measured 2026-12-01, panics in its image puller (cache.setImageRefMetadata, nil ref in GetByBlob) when a build
@@ -19,8 +22,10 @@ starts FROM a local multi-layer image after `docker builder prune`, and the engi
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -31,7 +36,7 @@ from cleanbuild.core.refs import split_image
 from cleanbuild.images import attest, pipeline, reproduce, sbom, steps, verify
 from cleanbuild.images.plan import CLEAN_UNITS, Plan
 from cleanbuild.images.record import clean_labels
-from tests.support.builds import REPO, VARIANTS, forget
+from tests.support.builds import REPO, VARIANTS, build_variant, forget, offline_plan
 from tests.support.registry import registry_blob, registry_digest
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -173,3 +178,76 @@ def test_the_units_built_at_once_have_the_digests_of_those_built_one_after_anoth
     second = {u.name: steps._ensure(ctx, rec, u, own.get(u.name, ())) for u in units}
     assert {u.how for u in second.values()} == {"built"}
     assert {n: u.image_id for n, u in second.items()} == first
+
+
+# ---- two cold builds, everything removed before each ----------------------------------------------------------
+
+def wipe(client, plan: Plan) -> None:
+    """Everything a build could find: the plan's images and its stand-in base, every other image (no container of
+    the tier holds one), the BuildKit cache and the plan's cache folder (build context, the stand-in's tar)."""
+    forget(client, plan.units)
+    engine.untag(client, plan.base_image)
+    for what in ("image", "builder"):
+        subprocess.run(["docker", what, "prune", "-af"], check=True, capture_output=True)  # noqa: S603,S607
+    shutil.rmtree(plan.options.request.cache_dir, ignore_errors=True)
+    left = [ref for ref in (plan.base_image, *(u.image for u in plan.units)) if engine.image_id(client, ref)]
+    assert left == [], f"still here after the wipe: {left}"
+
+
+def cold_build(client, cache: Path, run: int) -> dict:
+    """gfx950 CK-free from nothing, through the session's steps: every unit's image ID, the stand-in's and what
+    the Debian archive gave it (the release tag build-clean adds names the candidate's ID: a name, no bytes)."""
+    plan = offline_plan(VARIANTS[0], run_id=f"cold{run}", cache_dir=cache)
+    wipe(client, plan)
+    rec = pipeline.run(plan, client, ("preflight", "prepare", "wheels", "clean", "patch"), failed_report=False)
+    assert {u.name: u.status for u in rec.units} == {u.name: "built" for u in plan.units}
+    archive = (rec.prepared or {}).get("standin_archive")
+    assert archive, "the prepare step made no stand-in base"
+    built = {u.name: u.image_id for u in rec.units}
+    ids = {"standin-base": str(engine.image_id(client, plan.base_image)), **{u.name: built[u.name] for u in plan.units}}
+    return {"ids": ids, "archive": archive}  # bottom first: the base, then the units in build order
+
+
+def session_images(client) -> dict[str, dict[str, str]]:
+    """The images of the session's variants (tests/support/builds.py) this engine holds now: {variant: {name: ID}}
+    for each variant whose candidate is here."""
+    held = {}
+    for variant in VARIANTS:
+        plan = offline_plan(variant)
+        if engine.image_id(client, plan.patch.image):
+            refs = (plan.base_image, *(u.image for u in plan.units))
+            held[variant.name] = {ref: str(image) for ref in refs if (image := engine.image_id(client, ref))}
+    return held
+
+
+def test_two_cold_builds_from_an_empty_engine_give_the_same_release_digest(reproducible_engine, tmp_path_factory):
+    """Nothing survives between the two builds but the Debian archive, which no pin holds: the stand-in's tar is
+    made again by mmdebstrap (a fixed SOURCE_DATE_EPOCH) and added FROM scratch by BuildKit (cleanbuild.images.
+    standin), so the same archive gives the same tar and every image above it the same digest. When the archive
+    served other packages in between, the two builds had other inputs: the test says which moved and skips."""
+    client = reproducible_engine
+    cache = tmp_path_factory.mktemp("cold-cache")
+    held = session_images(client)
+    try:
+        runs = [cold_build(client, cache, n) for n in (1, 2)]
+    finally:  # the session's images again, under their names (found by key, or built)
+        shutil.rmtree(cache, ignore_errors=True)
+        if held:  # its base from the session's own tar (its cache folder): the archive may have moved since
+            engine.untag(client, offline_plan(VARIANTS[0]).base_image)
+        for variant in (v for v in VARIANTS if v.name in held):
+            build_variant(client, variant)
+    back = {name: {ref: engine.image_id(client, ref) for ref in ids} for name, ids in held.items()}
+    first, second = runs[0]["ids"], runs[1]["ids"]
+    moved = sorted(set(runs[0]["archive"]["packages"].items()) ^ set(runs[1]["archive"]["packages"].items()))
+    out = REPO / "reports" / "reproducibility"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "cold-offline-gfx950-ckfree.json").write_text(json.dumps(
+        {"units": {u: [first[u], second.get(u)] for u in first}, "debian_moved": moved,
+         "archive": [r["archive"] | {"packages": len(r["archive"]["packages"])} for r in runs]}, indent=2) + "\n")
+    if moved:
+        pytest.skip(f"the Debian archive served other packages between the two builds: {moved[:6]}")
+    assert runs[0]["archive"]["tar_sha256"] == runs[1]["archive"]["tar_sha256"]
+    differing = [u for u in first if first[u] != second.get(u)]  # the first named is where the builds part
+    assert differing == [], f"other digests for {differing}: {[(first[u], second.get(u)) for u in differing]}"
+    assert second["candidate"] == first["candidate"]
+    assert back == held, "a session image came back with another ID"
