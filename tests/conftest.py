@@ -26,6 +26,11 @@ def pytest_configure(config) -> None:
         os.environ[MIRROR_ENV] = str(MIRROR_DEFAULT)
 
 
+def pytest_collection_modifyitems(config, items) -> None:
+    """The tests that empty the engine run last, so none after them builds again what they removed."""
+    items.sort(key=lambda item: item.get_closest_marker("wipes_engine") is not None)
+
+
 def _engine_problem() -> str | None:
     if shutil.which("docker") is None:
         return "the docker CLI is not installed"

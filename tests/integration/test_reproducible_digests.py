@@ -12,8 +12,8 @@ first differing layer and file.
 One cold rebuild serves the digest comparison and verify's "same digest" case. What a rebuild from labels cannot
 see, because the stand-in base and the build context are still there, is a machine that has nothing: the last test
 removes every image, the BuildKit cache and the cache folder (the stand-in's tar with it) before each of two cold
-builds and asks for the same release digest. It runs last in this module and puts back, by key, the images of the
-session's variants (tests/support/builds.py) that the engine held before, asking for their old IDs.
+builds and asks for the same release digest. It is marked wipes_engine, so it runs after every other test of the
+tier (tests/conftest.py) and no later test has to build again what it removed.
 
 Docker 20.10 is not tested: its BuildKit 0.8 stamps build times into every image (verify refuses there, exit 3)
 and, measured 2026-12-01, panics in its image puller (cache.setImageRefMetadata, nil ref in GetByBlob) when a build
@@ -36,7 +36,7 @@ from cleanbuild.core.refs import split_image
 from cleanbuild.images import attest, pipeline, reproduce, sbom, steps, verify
 from cleanbuild.images.plan import CLEAN_UNITS, Plan
 from cleanbuild.images.record import clean_labels
-from tests.support.builds import REPO, VARIANTS, build_variant, forget, offline_plan
+from tests.support.builds import REPO, VARIANTS, forget, offline_plan
 from tests.support.registry import registry_blob, registry_digest
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -208,18 +208,7 @@ def cold_build(client, cache: Path, run: int) -> dict:
     return {"ids": ids, "archive": archive}  # bottom first: the base, then the units in build order
 
 
-def session_images(client) -> dict[str, dict[str, str]]:
-    """The images of the session's variants (tests/support/builds.py) this engine holds now: {variant: {name: ID}}
-    for each variant whose candidate is here."""
-    held = {}
-    for variant in VARIANTS:
-        plan = offline_plan(variant)
-        if engine.image_id(client, plan.patch.image):
-            refs = (plan.base_image, *(u.image for u in plan.units))
-            held[variant.name] = {ref: str(image) for ref in refs if (image := engine.image_id(client, ref))}
-    return held
-
-
+@pytest.mark.wipes_engine
 def test_two_cold_builds_from_an_empty_engine_give_the_same_release_digest(reproducible_engine, tmp_path_factory):
     """Nothing survives between the two builds but the Debian archive, which no pin holds: the stand-in's tar is
     made again by mmdebstrap (a fixed SOURCE_DATE_EPOCH) and added FROM scratch by BuildKit (cleanbuild.images.
@@ -227,16 +216,10 @@ def test_two_cold_builds_from_an_empty_engine_give_the_same_release_digest(repro
     served other packages in between, the two builds had other inputs: the test says which moved and skips."""
     client = reproducible_engine
     cache = tmp_path_factory.mktemp("cold-cache")
-    held = session_images(client)
     try:
         runs = [cold_build(client, cache, n) for n in (1, 2)]
-    finally:  # the session's images again, under their names (found by key, or built)
+    finally:
         shutil.rmtree(cache, ignore_errors=True)
-        if held:  # its base from the session's own tar (its cache folder): the archive may have moved since
-            engine.untag(client, offline_plan(VARIANTS[0]).base_image)
-        for variant in (v for v in VARIANTS if v.name in held):
-            build_variant(client, variant)
-    back = {name: {ref: engine.image_id(client, ref) for ref in ids} for name, ids in held.items()}
     first, second = runs[0]["ids"], runs[1]["ids"]
     moved = sorted(set(runs[0]["archive"]["packages"].items()) ^ set(runs[1]["archive"]["packages"].items()))
     out = REPO / "reports" / "reproducibility"
@@ -250,4 +233,3 @@ def test_two_cold_builds_from_an_empty_engine_give_the_same_release_digest(repro
     differing = [u for u in first if first[u] != second.get(u)]  # the first named is where the builds part
     assert differing == [], f"other digests for {differing}: {[(first[u], second.get(u)) for u in differing]}"
     assert second["candidate"] == first["candidate"]
-    assert back == held, "a session image came back with another ID"
