@@ -25,9 +25,11 @@ def _pytest(session: nox.Session, marker: str, default: list[str]) -> None:
     session.run("pytest", "-m", marker, *(session.posargs or default))
 
 
-# The everyday tier on every core (pytest-xdist), each test file whole on one worker (its module fixtures made once),
-# and the 25 slowest tests in the log. Arguments after `--` replace these: `nox -s tests -- tests/cli -x`.
-TIER = ["-n", "auto", "--dist", "loadfile", "--durations=25", "tests/"]
+# The everyday tier on every core (pytest-xdist), and the 25 slowest tests in the log. worksteal, not loadfile: a
+# worker that runs out takes tests from the other's queue, so one long file (test_bisect, ~30 s) no longer sets the
+# tier's end while the other worker idles; a module fixture is made at most once per worker. Arguments after `--`
+# replace these: `nox -s tests -- tests/cli -x`.
+TIER = ["-n", "auto", "--dist", "worksteal", "--durations=25", "tests/"]
 
 
 @nox.session
