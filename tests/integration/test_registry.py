@@ -55,11 +55,17 @@ def forget_machine(client, prefix: str, plans=()) -> None:
     subprocess.run(["docker", "builder", "prune", "-af"], check=True, capture_output=True)  # noqa: S603,S607
 
 
-def restore(client, plans) -> None:
-    """The session's names back on its images (pulled again by the second machine: the same image IDs)."""
+def restore(client, plans, prefix: str | None = None) -> None:
+    """The session's names back on its images: pulled again by the second machine (the same image IDs), or, where
+    it did not need one (a bump builds its own clean and candidate above the pulled venv), pulled here from prefix,
+    where the first machine pushed every unit. Without this, a test run after this module lacks them."""
     for plan in plans:
+        pushed = {u.name: u.image for u in make_plan(plan.profile, changed(plan.options, registry=prefix)).units} \
+            if prefix else {}
         for unit in plan.units:
             found = engine.find_by_key(client, unit.name, unit.key)
+            if found is None and unit.name in pushed and engine.pull(client, pushed[unit.name]):
+                found = engine.find_by_key(client, unit.name, unit.key)
             if found and unit.image not in found[1]:
                 engine.tag(client, found[0], *unit.image.rsplit(":", 1))
 
@@ -127,6 +133,7 @@ def test_a_bump_on_a_fresh_node_pulls_everything_but_what_moved(docker_engine, o
         forget_machine(docker_engine, prefix, [built.plan, plan])  # the bump's own images too, whoever left them
         rec = pipeline.run(plan, docker_engine, BUILD, failed_report=False)
     finally:
+        restore(docker_engine, [built.plan], prefix)  # the pin's clean and candidate: the bump did not pull them
         restore(docker_engine, session)
         forget(docker_engine, only_in(plan, *session))
     assert {u.name for u in rec.units if u.status == "built"} == {"atom", "wheels", "atom-layer", "clean", "candidate"}
