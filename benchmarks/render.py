@@ -194,10 +194,13 @@ def ci(r: dict) -> Rows:
 
 
 def tiers(r: dict) -> Rows:
+    session = r.get("unit_session_after_s")
+    serial = r.get("unit_serial_after_s")
     return [("unit tier before", f"{seconds(r['unit_before_s'])} of pytest ({r['unit_before_where']})"),
-            ("unit tier after", f"{seconds(r['unit_after_s'])} of pytest, {seconds(r['unit_session_after_s'])} the "
-             f"session with its venv ({r['unit_after_where']})"),
-            ("unit tier after, one worker (`-p no:xdist`)", f"{seconds(r['unit_serial_after_s'])}, all passed"),
+            ("unit tier after", f"{seconds(r['unit_after_s'])} of pytest"
+             + (f", {seconds(session)} the session with its venv" if session else "") + f" ({r['unit_after_where']})"),
+            ("unit tier after, one worker (`-p no:xdist`)",
+             f"{seconds(serial)}, all passed" if serial else "not run for this row"),
             ("typecheck", seconds(r["typecheck_s"])),
             ("integration tier", f"{minutes(r['integration_s'])}: {r['integration_result']} ({r['integration_where']})"),
             ("fresh clone, every tier", f"about {r['ci_total_min']} min")]
