@@ -81,10 +81,8 @@ def make(standin: Standin, where: Path) -> dict[str, Any]:
 
 def archive(shown: str, tar: Path) -> dict[str, Any]:
     """What the archive served (the Release files and dpkg's status, as the hook printed them) and the tar's sha256."""
-    digest = hashlib.sha256()
     with tar.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
+        digest = hashlib.file_digest(handle, "sha256")
     found = paragraphs(shown)
     releases = [{k: p[k] for k in RELEASE_FIELDS if k in p} for p in found if "date" in p and "package" not in p]
     packages = {p["package"]: p.get("version", "") for p in found
