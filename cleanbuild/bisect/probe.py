@@ -19,7 +19,7 @@ from cleanbuild.bisect.checks import IMPORT, PATCH, VALIDATION, Check
 from cleanbuild.core.errors import EnvironmentProblem
 from cleanbuild.core.run import run
 from cleanbuild.core.spec import REPO_ROOT, patches_argv
-from cleanbuild.upstream.imports import Missing, Tree, unresolved
+from cleanbuild.upstream.imports import MEMO, Memo, Missing, Tree, unresolved
 
 GOOD, BAD, UNTESTABLE = "good", "bad", "untestable"
 
@@ -44,6 +44,7 @@ class Setup:
     device: str | None
     other_tree: str | None  # the other component's package tree at its pin (import only)
     baseline: dict[str, Any]  # check label -> value at --good; empty while --good itself is tested
+    memo: str | None = None  # the import check's per-file facts, kept from step to step (imports.Memo)
 
 
 def probe(setup: Setup, checks: tuple[Check, ...], root: Path) -> list[Finding]:
@@ -117,10 +118,13 @@ def validation_finding(check: dict[str, Any], where: str = "") -> Finding:
 
 def _imports(setup: Setup, root: Path) -> Finding:
     """ATOM's non-optional aiter imports, with aiter or ATOM at this commit and the other at its pin."""
-    here = _tree(root)
-    other = _tree(Path(setup.other_tree or ""))
+    memo = Memo.load(Path(setup.memo)) if setup.memo else MEMO
+    here = _tree(root, memo)
+    other = _tree(Path(setup.other_tree or ""), memo)
     atom, aiter = (other, here) if setup.component == "aiter" else (here, other)
     result = unresolved(atom, aiter)
+    if setup.memo:  # the next step's process parses only the files this commit changed
+        memo.save(Path(setup.memo))
     missing = sorted({_key(m) for m in result.missing})
     before = set(setup.baseline.get(IMPORT, []))
     new = [str(m) for m in result.missing if _key(m) not in before]
@@ -136,9 +140,9 @@ def _key(missing: Missing) -> str:
     return f"{missing.module}{'.' + missing.name if missing.name else ''} ({missing.file})"
 
 
-def _tree(root: Path) -> Tree:
+def _tree(root: Path, memo: Memo) -> Tree:
     def read(path: str) -> bytes | None:
         file = root / path
         return file.read_bytes() if file.is_file() else None
 
-    return Tree(trees.files(root), read)
+    return Tree(trees.files(root), read, memo)

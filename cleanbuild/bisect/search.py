@@ -62,7 +62,8 @@ def bisect(profile: Profile, component: str, good: str, bad: str, checks: tuple[
     try:
         other = _other_tree(profile, component, work) if any(c.kind == IMPORT for c in checks) else None
         plan = step.Plan(str(repo.git_dir), str(work / "bisect.git"), component, checks,
-                         probe.Setup(component, arch, device, other, {}), str(work / "steps.jsonl"), str(work),
+                         probe.Setup(component, arch, device, other, {}, str(work / "imports-memo.json")),
+                         str(work / "steps.jsonl"), str(work),
                          imagestep.save(image, work / "image-setup.pickle") if image else None)
         return _search(repo, plan, span, work)
     finally:

@@ -11,8 +11,11 @@ __getattr__ or a sys.meta_path hook could provide) is counted apart as undecided
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 OPTIONAL_HANDLERS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
 
@@ -29,15 +32,72 @@ class Missing:
         return f"{what} ({self.file}:{self.line})"
 
 
+@dataclass(frozen=True)
+class Summary:
+    """What one module's source binds at its top level, read from its text alone: the names it binds directly, the
+    modules it star-imports (absolute), its literal __all__, and whether a hook could answer for more."""
+
+    names: frozenset[str]
+    stars: tuple[str, ...]
+    all: tuple[str, ...] | None
+    dynamic: bool  # a module-level __getattr__, or a sys.meta_path hook
+
+
+class Memo:
+    """Per-file facts by the sha256 of the file's bytes (and, for a module, its path): a file parses once in a
+    process however many trees hold it, and once in a whole bisection through a file every step loads and saves."""
+
+    def __init__(self) -> None:
+        self.summaries: dict[str, Summary] = {}
+        self.imports: dict[str, tuple[tuple[int, str, str | None], ...]] = {}
+
+    def summary(self, source: bytes, module: str, is_pkg: bool) -> Summary:
+        key = f"{_digest(source)}:{module}:{int(is_pkg)}"
+        if key not in self.summaries:
+            self.summaries[key] = summarize(source, module, is_pkg)
+        return self.summaries[key]
+
+    def aiter_imports(self, source: bytes, file: str) -> tuple[tuple[int, str, str | None], ...]:
+        key = _digest(source)
+        if key not in self.imports:
+            self.imports[key] = tuple(aiter_imports(source, file))
+        return self.imports[key]
+
+    def save(self, path: Path) -> None:
+        data = {"summaries": {k: [sorted(s.names), s.stars, s.all, s.dynamic] for k, s in self.summaries.items()},
+                "imports": self.imports}
+        path.with_suffix(".tmp").write_text(json.dumps(data))
+        path.with_suffix(".tmp").replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> Memo:
+        memo = cls()
+        if path.is_file():
+            data = json.loads(path.read_text())
+            memo.summaries = {k: Summary(frozenset(n), tuple(st), None if a is None else tuple(a), d)
+                              for k, (n, st, a, d) in data["summaries"].items()}
+            memo.imports = {k: tuple((line, mod, name) for line, mod, name in v) for k, v in data["imports"].items()}
+        return memo
+
+
+MEMO = Memo()  # the process's own: pure facts of a file's bytes, so sharing them changes no answer
+
+
+def _digest(source: bytes) -> str:
+    return hashlib.sha256(source).hexdigest()
+
+
 class Tree:
     """A package tree at one commit: module name -> source, read lazily through `read(path)`."""
 
-    def __init__(self, paths: list[str], read: Callable[[str], bytes | None]):
+    def __init__(self, paths: list[str], read: Callable[[str], bytes | None], memo: Memo = MEMO):
         self.files = {p for p in paths if p.endswith(".py")}
         # PEP 420 namespace packages (a folder of modules without __init__.py, like aiter/utility/).
         self.folders = {p.rsplit("/", i)[0] for p in self.files for i in range(1, p.count("/") + 1)}
         self.read = read
+        self.memo = memo
         self._bindings: dict[str, set[str]] = {}
+        self._summaries: dict[str, Summary | None] = {}
         self.dynamic: set[str] = set()  # modules with a module-level __getattr__ or a sys.meta_path hook
 
     def module_path(self, module: str) -> str | None:
@@ -47,24 +107,37 @@ class Tree:
                 return path
         return f"{base}/" if base in self.folders else None
 
+    def summary(self, module: str) -> Summary | None:
+        """The module's Summary, None when it has no source here (absent, or a namespace folder)."""
+        if module not in self._summaries:
+            path = self.module_path(module)
+            source = self.read(path) if path and path.endswith(".py") else None
+            self._summaries[module] = (None if source is None or path is None
+                                       else self.memo.summary(source, module, path.endswith("__init__.py")))
+        return self._summaries[module]
+
     def bindings(self, module: str, seen: frozenset[str] = frozenset()) -> set[str]:
         """Top-level names of a module (its __getattr__, if any, is noted in self.dynamic)."""
         if module in self._bindings:
             return self._bindings[module]
-        path = self.module_path(module)
-        source = self.read(path) if path and path.endswith(".py") else None
+        found = self.summary(module)
         names: set[str] = set()
-        if source is not None:
-            try:
-                tree = ast.parse(source)
-            except SyntaxError:
-                tree = ast.Module(body=[], type_ignores=[])
-            is_pkg = path is not None and path.endswith("__init__.py")  # a source was read: there is a path
-            names = self._collect(tree, module, is_pkg, seen | {module})
-            if "meta_path" in source.decode(errors="replace"):
+        if found is not None:
+            names = set(found.names)
+            for target in found.stars:
+                if target not in seen | {module}:
+                    names |= self._star(target, seen | {module})
+            if found.dynamic:
                 self.dynamic.add(module)
         self._bindings[module] = names
         return names
+
+    def _star(self, target: str, seen: frozenset[str]) -> set[str]:
+        """What `from target import *` binds: its literal __all__, else its public names."""
+        star = self.bindings(target, seen)
+        target_summary = self.summary(target)
+        public = target_summary.all if target_summary is not None else None
+        return set(public) if public is not None else {n for n in star if not n.startswith("_")}
 
     def is_dynamic(self, module: str) -> bool:
         """The module, or a package above it, can answer for names it does not bind (so: undecidable)."""
@@ -74,42 +147,39 @@ class Tree:
             self.bindings(prefix)
         return any(p in self.dynamic for p in prefixes)
 
-    def _collect(self, tree: ast.Module, module: str, is_pkg: bool, seen: frozenset[str]) -> set[str]:
-        names: set[str] = set()
-        for node in _top_level(tree.body):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                if node.name == "__getattr__":
-                    self.dynamic.add(module)
-                names.add(node.name)
-            elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-            elif isinstance(node, ast.Import):
-                names |= {(a.asname or a.name).split(".")[0] for a in node.names}
-            elif isinstance(node, ast.ImportFrom):
-                names |= self._import_from(node, module, is_pkg, seen)
-        return names
 
-    def _import_from(self, node: ast.ImportFrom, module: str, is_pkg: bool, seen: frozenset[str]) -> set[str]:
-        target = resolve_relative(node, module, is_pkg)
-        if any(a.name == "*" for a in node.names):
-            if target in seen:
-                return set()
-            star = self.bindings(target, seen) or set()
-            public = self._all(target)
-            return set(public) if public is not None else {n for n in star if not n.startswith("_")}
-        return {a.asname or a.name for a in node.names}
+def summarize(source: bytes, module: str, is_pkg: bool) -> Summary:
+    """One module's Summary from its bytes (a file that does not parse binds nothing)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        tree = ast.Module(body=[], type_ignores=[])
+    names: set[str] = set()
+    stars: list[str] = []
+    dynamic = "meta_path" in source.decode(errors="replace")
+    for node in _top_level(tree.body):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            dynamic |= node.name == "__getattr__"
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, ast.Import):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            stars.append(resolve_relative(node, module, is_pkg))
+        elif isinstance(node, ast.ImportFrom):
+            names |= {a.asname or a.name for a in node.names}
+    return Summary(frozenset(names), tuple(stars), _literal_all(tree), dynamic)
 
-    def _all(self, module: str) -> list[str] | None:
-        path = self.module_path(module)
-        source = self.read(path) if path and path.endswith(".py") else None
-        if source is None:
-            return None
-        for node in ast.parse(source).body:
-            if (isinstance(node, ast.Assign) and isinstance(node.value, ast.List | ast.Tuple)
-                    and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)):
-                return [e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
-        return None
+
+def _literal_all(tree: ast.Module) -> tuple[str, ...] | None:
+    """A literal __all__ list or tuple assigned at the module's top level (not under if/try), else None."""
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.List | ast.Tuple)
+                and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)):
+            return tuple(e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
+    return None
 
 
 def _top_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
@@ -187,7 +257,7 @@ def unresolved(atom: Tree, aiter: Tree) -> Result:
         source = atom.read(path)
         if source is None:
             continue
-        for line, module, name in aiter_imports(source, path):
+        for line, module, name in atom.memo.aiter_imports(source, path):
             checked += 1
             found = _resolves(aiter, module, name)
             if found is None:

@@ -7,13 +7,14 @@ import textwrap
 
 import pytest
 
-from cleanbuild.upstream.imports import Missing, Tree, unresolved
+from cleanbuild.upstream import imports
+from cleanbuild.upstream.imports import Memo, Missing, Tree, unresolved
 from tests.support.upstream import AITER_HEAD, AITER_PIN, ATOM_HEAD, ATOM_PIN, tree_at
 
 
-def tree(files: dict[str, str]) -> Tree:
+def tree(files: dict[str, str], memo: Memo | None = None) -> Tree:
     data = {path: textwrap.dedent(text).encode() for path, text in files.items()}
-    return Tree(list(data), data.get)
+    return Tree(list(data), data.get, memo or Memo())
 
 
 AITER = {
@@ -220,6 +221,47 @@ def test_a_bare_except_beside_a_typed_one_guards_its_imports():
 
 def test_a_file_that_does_not_parse_is_skipped():
     assert check("def (:\n").checked == 0
+
+
+# ---- the memo: per-file facts by content --------------------------------------------------------------------
+
+MEMO_AITER = {**AITER, "aiter/ops/__init__.py": "from .lim import *\n",
+              "aiter/ops/lim.py": "__all__ = ['gemm_a8w8']\ndef gemm_a8w8(): ...\nclass Config: ...\n",
+              "aiter/dyn.py": "def __getattr__(name): ...\n", "aiter/bad.py": "def (:\n"}
+MEMO_ATOM = ("from aiter.ops import gemm_a8w8, Config\nfrom aiter.dyn import anything\nfrom aiter.bad import x\n"
+             "try:\n    from aiter.gone import y\nexcept ImportError:\n    pass\n")
+
+
+def memo_check(memo: Memo):
+    return unresolved(tree({"atom/m.py": MEMO_ATOM}, memo), tree(MEMO_AITER, memo))
+
+
+def test_a_saved_memo_answers_the_same_in_another_process_without_parsing(tmp_path, monkeypatch):
+    first = Memo()
+    before = memo_check(first)
+    first.save(tmp_path / "memo.json")
+    for parser in ("summarize", "aiter_imports"):
+        monkeypatch.setattr(imports, parser, lambda *a: pytest.fail("parsed a file the memo holds"))
+    assert memo_check(Memo.load(tmp_path / "memo.json")) == before
+    assert (missing(before), [m.module for m in before.undecided]) == ([("aiter.ops", "Config"), ("aiter.bad", "x")],
+                                                                       ["aiter.dyn"])
+
+
+def test_the_same_bytes_at_two_paths_resolve_relative_to_each():
+    memo = Memo()
+    files = {"aiter/__init__.py": "", "aiter/a/__init__.py": "from .m import *\n", "aiter/a/m.py": "A = 1\n",
+             "aiter/b/__init__.py": "from .m import *\n", "aiter/b/m.py": "B = 1\n"}
+    result = unresolved(tree({"atom/m.py": "from aiter.a import A, B\nfrom aiter.b import A, B\n"}, memo),
+                        tree(files, memo))
+    assert missing(result) == [("aiter.a", "B"), ("aiter.b", "A")]
+
+
+def test_a_file_that_changes_between_two_trees_is_read_again():
+    memo = Memo()
+    atom = tree({"atom/m.py": "from aiter.ops.gemm import gemm_a8w8\n"}, memo)
+    assert memo_check(memo).checked == 4 and missing(unresolved(atom, tree(AITER, memo))) == []
+    changed = {**AITER, "aiter/ops/gemm.py": "def other(): ...\n"}
+    assert missing(unresolved(atom, tree(changed, memo))) == [("aiter.ops.gemm", "gemm_a8w8")]
 
 
 # ---- the real repositories ------------------------------------------------------------------------------------
