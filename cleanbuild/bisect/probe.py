@@ -8,6 +8,7 @@ a validation check is bad when it failed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from dataclasses import asdict, dataclass
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cleanbuild.bisect import tree as trees
+from cleanbuild.bisect import warm
 from cleanbuild.bisect.checks import IMPORT, PATCH, VALIDATION, Check
 from cleanbuild.core.errors import EnvironmentProblem
 from cleanbuild.core.run import run
@@ -45,6 +47,7 @@ class Setup:
     other_tree: str | None  # the other component's package tree at its pin (import only)
     baseline: dict[str, Any]  # check label -> value at --good; empty while --good itself is tested
     memo: str | None = None  # the import check's per-file facts, kept from step to step (imports.Memo)
+    warm: str | None = None  # the socket of the bisection's warm validation process (cleanbuild.bisect.warm)
 
 
 def probe(setup: Setup, checks: tuple[Check, ...], root: Path) -> list[Finding]:
@@ -97,16 +100,25 @@ def _validation(setup: Setup, names: list[str], root: Path, drift: list[str]) ->
         why = f"untestable: a patch drifts, so the tree is not what the image would hold ({drift[0]})"
         return [Finding(n, UNTESTABLE, f"{n}: {why}") for n in names]
     out = root.parent / "validation.json"
-    argv = [sys.executable, "-m", "validation", "--arch", setup.arch or "auto", "--aiter-src", str(root),
-            "--json", str(out), "--only", *names]
+    argv = ["--arch", setup.arch or "auto", "--aiter-src", str(root), "--json", str(out), "--only", *names]
     argv += ["--device", setup.device] if setup.device else []
-    proc = run(argv, cwd=REPO_ROOT, capture=True, check=False, echo=False, timeout=600)
+    code, stderr = _validate(setup, argv, root.parent)
     if not out.is_file():  # a usage error at this commit (no aiter package there): this commit cannot say
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return [Finding(n, UNTESTABLE, f"{n}: untestable: python -m validation exited {proc.returncode}: {tail}")
+        tail = (stderr.strip().splitlines() or ["no output"])[-1]
+        return [Finding(n, UNTESTABLE, f"{n}: untestable: python -m validation exited {code}: {tail}")
                 for n in names]
     report = {c["name"]: c for c in json.loads(out.read_text())["checks"]}
     return [validation_finding(report[n]) for n in names]
+
+
+def _validate(setup: Setup, argv: list[str], folder: Path) -> tuple[int, str]:
+    """`python -m validation ARGV`: (exit code, stderr), in a child of the warm process when there is one."""
+    if setup.warm:
+        with contextlib.suppress(OSError):  # gone or never started: a process of our own gives the same answer
+            return warm.ask(setup.warm, argv, folder)
+    proc = run([sys.executable, "-m", "validation", *argv], cwd=REPO_ROOT, capture=True, check=False, echo=False,
+               timeout=600)
+    return proc.returncode, proc.stderr
 
 
 def validation_finding(check: dict[str, Any], where: str = "") -> Finding:

@@ -9,6 +9,7 @@ at most log2(N) + 2 check runs for N commits.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import sys
@@ -16,8 +17,8 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from cleanbuild.bisect import imagestep, probe, step, tree
-from cleanbuild.bisect.checks import IMPORT, Check
+from cleanbuild.bisect import imagestep, probe, step, tree, warm
+from cleanbuild.bisect.checks import IMPORT, VALIDATION, Check
 from cleanbuild.core.errors import StepFailed, UsageError
 from cleanbuild.core.interrupts import held
 from cleanbuild.core.run import run, run_logged
@@ -61,11 +62,13 @@ def bisect(profile: Profile, component: str, good: str, bad: str, checks: tuple[
     work = Path(tempfile.mkdtemp(prefix="cleanbuild-bisect-"))
     try:
         other = _other_tree(profile, component, work) if any(c.kind == IMPORT for c in checks) else None
-        plan = step.Plan(str(repo.git_dir), str(work / "bisect.git"), component, checks,
-                         probe.Setup(component, arch, device, other, {}, str(work / "imports-memo.json")),
-                         str(work / "steps.jsonl"), str(work),
-                         imagestep.save(image, work / "image-setup.pickle") if image else None)
-        return _search(repo, plan, span, work)
+        validates = image is None and any(c.kind == VALIDATION for c in checks)
+        with warm.started(work) if validates else contextlib.nullcontext() as socket:
+            plan = step.Plan(str(repo.git_dir), str(work / "bisect.git"), component, checks,
+                             probe.Setup(component, arch, device, other, {}, str(work / "imports-memo.json"), socket),
+                             str(work / "steps.jsonl"), str(work),
+                             imagestep.save(image, work / "image-setup.pickle") if image else None)
+            return _search(repo, plan, span, work)
     finally:
         with held():
             _cleanup(work)

@@ -171,6 +171,25 @@ def run_logged(argv: Sequence[str | os.PathLike[str]], log: Path, *, show: bool 
         return proc.wait()
 
 
+@contextlib.contextmanager
+def serving(argv: Sequence[str | os.PathLike[str]], *, pass_fds: tuple[int, ...] = (),
+            env: Mapping[str, str] | None = None, cwd: str | Path | None = None) -> Iterator[None]:
+    """argv in the background for the with block (no stdin, its output dropped: what it serves says how it went),
+    terminated when the block ends, Ctrl-C included, and killed when it does not stop in 10 s."""
+    full_env = None if env is None else {**os.environ, **env}
+    proc = subprocess.Popen(_argv(argv), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,  # noqa: S603
+                            stderr=subprocess.DEVNULL, pass_fds=pass_fds, env=full_env, cwd=cwd)
+    try:
+        yield
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def run_feeding(argv: Sequence[str | os.PathLike[str]], log: Path, feed: Callable[[IO[bytes]], T]) -> tuple[int, T | None]:
     """Run argv with `feed` writing its standard input (a stream: `docker load` of a tar written as it goes), its
     stdout+stderr to `log`. Returns (exit code, what feed returned; None when the child stopped reading)."""
