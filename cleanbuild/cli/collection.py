@@ -16,7 +16,6 @@ from invoke import Collection, Context
 
 from cleanbuild.cli.signature import cli_task
 from cleanbuild.core import refs
-from cleanbuild.core.console import print_rows
 from cleanbuild.core.outputs import output_file
 from cleanbuild.request.build import Request
 
@@ -27,7 +26,9 @@ GPU = ("gpu", "user_id")
 @cli_task(common=("arch",))
 def arch(c: Context, request: Request, json: bool = False) -> None:
     """Detect (or check) the GPU architecture and print its facts."""
+    # Here, not at the top: rich (the table) would otherwise load on every start, `--help` included.
     from cleanbuild.commands import build
+    from cleanbuild.core.console import print_rows
 
     info = build.arch_info(next(iter(request.arch), None))
     if json:

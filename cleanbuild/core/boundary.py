@@ -24,10 +24,6 @@ from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Any, TextIO, TypeVar, cast
 
-from packaging.requirements import InvalidRequirement
-from packaging.specifiers import InvalidSpecifier
-from packaging.version import InvalidVersion
-
 from cleanbuild.core.errors import (
     CleanBuildError,
     EnvironmentProblem,
@@ -75,6 +71,12 @@ def translate(exc: BaseException) -> CleanBuildError | None:
     if isinstance(exc, CommandFailed):  # a command its caller did not expect to fail: still one line
         return EnvironmentProblem(f"running {exc} failed. To fix, read the command's own message above (--debug "
                                   "shows where it was run from).")
+    # Imported here, on the way out: packaging's parsers cost every start (`--help`) time, and only reach this
+    # function through a caller that has already imported them.
+    from packaging.requirements import InvalidRequirement
+    from packaging.specifiers import InvalidSpecifier
+    from packaging.version import InvalidVersion
+
     if isinstance(exc, InvalidVersion | InvalidRequirement | InvalidSpecifier):
         return UsageError(f"a version or requirement is not valid ({exc}). To fix, write it as PEP 440/508 says "
                           "(e.g. 2.11.0, name>=1.0).")

@@ -222,15 +222,12 @@ def test_patch_owners_match_the_catalog():
 
 @pytest.fixture(scope="module")
 def clones(tmp_path_factory) -> dict[str, Path]:
-    """Bare clones of the real repositories that borrow their objects: the shared copies are only read."""
-    from tests.support.upstream import upstream_dir
+    """Writable copies of the real repositories (writable_copy: a clone of these shallow ones repacks every object):
+    the shared copies are only read."""
+    from tests.support.upstream import writable_copy
 
-    folder, made = tmp_path_factory.mktemp("upstream"), {}
-    for name in ("aiter", "atom"):
-        made[name] = folder / f"{name}.git"
-        subprocess.run(["git", "-c", "safe.directory=*", "clone", "-q", "--bare", "--shared",  # noqa: S603,S607
-                        str(upstream_dir() / f"{name}.git"), str(made[name])], check=True)
-    return made
+    folder = tmp_path_factory.mktemp("upstream")
+    return {name: writable_copy(f"{name}.git", folder / f"{name}.git") for name in ("aiter", "atom")}
 
 
 def real(clones: dict[str, Path]):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from cleanbuild.request import checkout as C
 from cleanbuild.upstream import profiles
 from tests.support.gitrepos import commit_all, git
 from tests.support.requests import build_of
-from tests.support.upstream import AITER_HEAD, AITER_PIN, upstream_dir
+from tests.support.upstream import AITER_HEAD, AITER_PIN, writable_copy
 
 
 def make_tiny_aiter(repo: Path) -> tuple[Path, str]:
@@ -204,10 +203,11 @@ def test_a_component_given_twice_is_bad_input(tiny_aiter):
 
 @pytest.fixture(scope="module")
 def aiter_clone(tmp_path_factory) -> Path:
-    """A clone of the real aiter at the pin; sparse (the top level and aiter/: what the edit touches), for speed."""
+    """A checkout of the real aiter at the pin; sparse (the top level and aiter/: what the edit touches), for speed.
+    Its .git is a copy of the shared aiter.git (writable_copy says why not `git clone`)."""
     dest = tmp_path_factory.mktemp("real") / "aiter"
-    subprocess.run(["git", "-c", "safe.directory=*", "clone", "-q", "--no-checkout", str(upstream_dir() / "aiter.git"),  # noqa: S603,S607
-                    str(dest)], check=True)
+    writable_copy("aiter.git", dest / ".git")
+    git(dest, "config", "core.bare", "false")
     git(dest, "sparse-checkout", "set", "aiter")
     git(dest, "-c", "advice.detachedHead=false", "checkout", "-q", AITER_PIN)
     return dest

@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import json
-import subprocess
 
 import pytest
 from invoke import Program
@@ -24,6 +23,7 @@ from tests.support.upstream import (
     MORI_COMMIT,
     commit_file,
     git,
+    writable_copy,
 )
 
 # Recorded answers, shaped like https://pypi.org/pypi/<name>/json (only the fields pins.py reads, plus a few).
@@ -296,11 +296,9 @@ CONDITIONAL = """            default_config["libtype"] = (
 
 
 @pytest.fixture
-def drifting_aiter(upstream, tmp_path) -> tuple[str, str]:
+def drifting_aiter(tmp_path) -> tuple[str, str]:
     """(repository, commit): aiter main HEAD plus one commit whose tuned_gemm.py the patch cannot read."""
-    bare = tmp_path / "aiter.git"
-    subprocess.run(["git", "-c", "safe.directory=*", "clone", "-q", "--bare", "--shared",  # noqa: S603,S607
-                    str(upstream / "aiter.git"), str(bare)], check=True)
+    bare = writable_copy("aiter.git", tmp_path / "aiter.git")
     source = git(bare, "show", f"{AITER_HEAD}:aiter/tuned_gemm.py").decode()
     assert source.count(GENERIC_ELSE) == 1
     sha = commit_file(bare, AITER_HEAD, "aiter/tuned_gemm.py", source.replace(GENERIC_ELSE, CONDITIONAL).encode(),
