@@ -96,6 +96,25 @@ def install_tree(site: Path, name: str, version: str, source: Path, package: str
     return dist_info(site, name, version, files)
 
 
+# Files tests or patches rewrite get their own copy; the other ~1700 are hard links to the pristine tree.
+WRITABLE = ("aiter/tuned_gemm.py", "aiter/jit/core.py", "aiter/utility/dtypes.py", "atom/model_ops/linear.py",
+            "atom/utils/envs.py")
+
+
+def site_copy(site: Path, root: Path) -> Path:
+    """site copied to a fake image's root/opt/venv/site-packages: hard links, and copies of the WRITABLE files."""
+    dest = root / "opt" / "venv" / "site-packages"
+
+    def copy(src: str, dst: str) -> None:
+        if Path(src).relative_to(site).as_posix() in WRITABLE:
+            shutil.copy2(src, dst)
+        else:
+            os.link(src, dst)
+
+    shutil.copytree(site, dest, copy_function=copy)
+    return dest
+
+
 def apply_patches(site: Path) -> subprocess.CompletedProcess:
     """`python -m patches apply --root SITE`, the real CLI, as build-clean's patch layer runs it."""
     return subprocess.run([sys.executable, "-m", "patches", "apply", "--root", str(site), "--json"],  # noqa: S603

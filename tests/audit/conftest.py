@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
-from audit_helpers import AITER_REV, ATOM_REV, export, install_tree
+from audit_helpers import (
+    AITER_REV,
+    ATOM_REV,
+    apply_patches,
+    export,
+    install_tree,
+    site_copy,
+)
 
 
 @pytest.fixture(scope="session")
@@ -28,24 +33,24 @@ def pristine_site(upstream_packages, tmp_path_factory) -> Path:
     return site
 
 
-# Files tests or patches rewrite get their own copy; the other ~1700 are hard links to the pristine tree.
-WRITABLE = ("aiter/tuned_gemm.py", "aiter/jit/core.py", "aiter/utility/dtypes.py", "atom/model_ops/linear.py",
-            "atom/utils/envs.py")
-
-
 @pytest.fixture
 def real_site(pristine_site, tmp_path) -> Path:
     """This test's copy of the pristine site, under a fake image root (tmp_path/root/opt/venv/site-packages)."""
-    site = tmp_path / "root" / "opt" / "venv" / "site-packages"
+    return site_copy(pristine_site, tmp_path / "root")
 
-    def copy(src: str, dst: str) -> None:
-        if Path(src).relative_to(pristine_site).as_posix() in WRITABLE:
-            shutil.copy2(src, dst)
-        else:
-            os.link(src, dst)
 
-    shutil.copytree(pristine_site, site, copy_function=copy)
+@pytest.fixture(scope="session")
+def patched_pristine(pristine_site, tmp_path_factory) -> Path:
+    """The pristine site after `python -m patches apply`, once per session (never changed after)."""
+    site = site_copy(pristine_site, tmp_path_factory.mktemp("patched") / "root")
+    apply_patches(site)
     return site
+
+
+@pytest.fixture
+def patched_site(patched_pristine, tmp_path) -> Path:
+    """This test's copy of the patched site, laid out as real_site: what real_site is after apply_patches."""
+    return site_copy(patched_pristine, tmp_path / "root")
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from audit_helpers import REPO, apply_patches, make_context
+from audit_helpers import REPO, make_context, site_copy
 from rich.console import Console
 
 from cleanbuild.commands import audit_image
@@ -113,10 +113,13 @@ def test_label_arch_that_disagrees_with_arch_is_present():
     assert audit_image.labels_finding(IMAGE_ATTRS, None)["status"] == "ok"
 
 
-@pytest.fixture
-def result(real_site, fake_root) -> audit_image.AuditResult:
-    """An AuditResult made of what the probe really writes (unpatched real aiter and ATOM) plus host findings."""
-    probe = json.loads(json.dumps(run.audit(make_context(real_site, fake_root, env={"ENABLE_CK": "0", "ATOM_CK_FREE": "1"}))))
+@pytest.fixture(scope="module")
+def result(pristine_site, tmp_path_factory) -> audit_image.AuditResult:
+    """An AuditResult made of what the probe really writes (unpatched real aiter and ATOM) plus host findings.
+    Once per module, on a site laid out as real_site's: AuditResult is frozen and the tests only read it."""
+    root = tmp_path_factory.mktemp("host") / "root"
+    site = site_copy(pristine_site, root)
+    probe = json.loads(json.dumps(run.audit(make_context(site, root, env={"ENABLE_CK": "0", "ATOM_CK_FREE": "1"}))))
     layers = [{"size": 2 * 2**30, "created_by": "RUN /bin/sh -c pip install"}]
     findings = (*probe["findings"], *audit_image.host_findings(IMAGE_ATTRS, HISTORY, None, layers))
     return audit_image.AuditResult(image="team/atom:old", image_id="sha256:" + "ab" * 32, arch=None,
@@ -158,9 +161,8 @@ def test_table_fits_one_screen(result, width):
     assert any(line.startswith("│ tuned-gemm-default │ PRESENT │ patch would apply: ") for line in lines)
 
 
-def test_patched_result_exits_zero_without_host_problems(real_site, fake_root):
-    apply_patches(real_site)
-    probe = run.audit(make_context(real_site, fake_root, env={"ENABLE_CK": "0", "ATOM_CK_FREE": "1"}))
+def test_patched_result_exits_zero_without_host_problems(patched_site, fake_root):
+    probe = run.audit(make_context(patched_site, fake_root, env={"ENABLE_CK": "0", "ATOM_CK_FREE": "1"}))
     clean = {"Size": 1, "Config": {"Env": ["PATH=/usr/bin"]}}
     findings = (*probe["findings"], *audit_image.host_findings(clean, [{"CreatedBy": "RUN x", "Size": 1}], None, []))
     res = audit_image.AuditResult("img", "sha256:1", None, "gfx942", "--arch", findings, {}, 1, (), {}, {}, 0.1)

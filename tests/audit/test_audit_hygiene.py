@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ensurepip
 import json
 import subprocess
 import sys
 import sysconfig
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -81,12 +83,18 @@ def test_unreadable_requirement_is_reported_not_guessed(site, fake_root):
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory):
-    """A real venv with pip, for `python -m pip check` (the probe runs it when pip is in the image)."""
+    """A real venv with pip, for `python -m pip check` (the probe runs it when pip is in the image). pip is the
+    wheel ensurepip bundles, unpacked: what `python -m venv` would install, without its 4 s pip install run."""
     folder = tmp_path_factory.mktemp("venv")
-    subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)  # noqa: S603
+    wheels = sorted((Path(ensurepip.__file__).parent / "_bundled").glob("pip-*.whl"))
+    subprocess.run([sys.executable, "-m", "venv", *(["--without-pip"] if wheels else []), str(folder)],  # noqa: S603
+                   check=True)
     python = folder / "bin" / "python"
     purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],  # noqa: S603
                              capture_output=True, text=True, check=True).stdout.strip()
+    if wheels:
+        with zipfile.ZipFile(wheels[-1]) as wheel:
+            wheel.extractall(purelib)
     return python, purelib
 
 

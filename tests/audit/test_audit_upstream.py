@@ -28,25 +28,22 @@ def test_unpatched_dispatcher_is_seen_reaching_torch(real_site, fake_root):
                              "reached torch (F.linear) (executed, aiter's runtime stubbed)")
 
 
-def test_patched_dispatcher_reaches_hipblaslt_on_both_archs_when_the_arch_is_unknown(real_site, fake_root):
-    apply_patches(real_site)
-    f = code.tuned_gemm_default(make_context(real_site, fake_root, arch=None))
+def test_patched_dispatcher_reaches_hipblaslt_on_both_archs_when_the_arch_is_unknown(patched_site, fake_root):
+    f = code.tuned_gemm_default(make_context(patched_site, fake_root, arch=None))
     assert [e.split(" reached ")[1] for e in f.evidence[1:]] == ["hipblaslt (aiter.hipb_mm) (executed, aiter's "
                                                                  "runtime stubbed)"] * 2
 
 
-def test_a_dispatcher_that_reroutes_to_torch_is_present(real_site, fake_root):
-    apply_patches(real_site)
+def test_a_dispatcher_that_reroutes_to_torch_is_present(patched_site, fake_root):
     fixture = Path(__file__).parents[1] / "validation" / "fixtures" / "tuned_gemm_reroutes_to_torch.py.txt"
-    (real_site / "aiter/tuned_gemm.py").write_bytes(fixture.read_bytes())
-    f = code.tuned_gemm_default(make_context(real_site, fake_root))
+    (patched_site / "aiter/tuned_gemm.py").write_bytes(fixture.read_bytes())
+    f = code.tuned_gemm_default(make_context(patched_site, fake_root))
     assert (f.status, f.evidence[-1].split(" reached ")[1]) == (PRESENT, "torch (F.linear) (executed, aiter's "
                                                                           "runtime stubbed)")
 
 
-def test_patched_tuned_gemm_is_ok(real_site, fake_root):
-    apply_patches(real_site)
-    f = code.tuned_gemm_default(make_context(real_site, fake_root))
+def test_patched_tuned_gemm_is_ok(patched_site, fake_root):
+    f = code.tuned_gemm_default(make_context(patched_site, fake_root))
     assert (f.status, f.evidence[0].startswith("patched: ")) == (OK, True)
 
 
@@ -89,9 +86,8 @@ def test_ck_free_image_whose_atom_ignores_atom_ck_free(real_site, fake_root):
     assert f.evidence[-1].endswith("(/opt/venv/site-packages/atom/model_ops/linear.py; patch atom-ck-free-triton-gemm)")
 
 
-def test_ck_free_image_after_the_patch_is_ok(real_site, fake_root):
-    apply_patches(real_site)
-    f = kernels.ck_free(make_context(real_site, fake_root, env=CK_FREE_ENV))
+def test_ck_free_image_after_the_patch_is_ok(patched_site, fake_root):
+    f = kernels.ck_free(make_context(patched_site, fake_root, env=CK_FREE_ENV))
     assert f.status == OK
 
 
@@ -142,8 +138,7 @@ def test_whole_audit_of_the_unpatched_packages(real_site, fake_root):
     json.dumps(report)  # the host reads it as JSON
 
 
-def test_whole_audit_after_the_patches(real_site, fake_root):
-    apply_patches(real_site)
-    report = run.audit(make_context(real_site, fake_root, arch="gfx950", env=CK_FREE_ENV))
+def test_whole_audit_after_the_patches(patched_site, fake_root):
+    report = run.audit(make_context(patched_site, fake_root, arch="gfx950", env=CK_FREE_ENV))
     assert [f["id"] for f in report["findings"] if f["status"] == PRESENT] == []
     assert report["present"] == 0

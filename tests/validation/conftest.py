@@ -71,8 +71,13 @@ def checkout_aiter(dest: Path, commit: str, paths: tuple[str, ...] = ("/aiter/",
     if shutil.which("git") is None or not bare.is_dir():
         missing(f"no git or no {bare} (set ATOM_BUILD_MIRROR to the folder holding aiter.git)")
     git = ["git", "-c", "safe.directory=*", "-c", "advice.detachedHead=false"]
-    for args in (["clone", "-q", "--no-checkout", str(bare), str(dest)],
-                 ["-C", str(dest), "sparse-checkout", "set", "--no-cone", *paths],
+    subprocess.run([*git, "init", "-q", str(dest)], check=True, capture_output=True, timeout=120)  # noqa: S603
+    # The shared repository's objects borrowed (alternates), not cloned: git clones a shallow repository by
+    # packing and indexing all its objects again (0.9 s a checkout); the checkout only reads what it writes out.
+    (dest / ".git" / "objects" / "info" / "alternates").write_text(f"{bare / 'objects'}\n")
+    if (bare / "shallow").is_file():
+        shutil.copyfile(bare / "shallow", dest / ".git" / "shallow")
+    for args in (["-C", str(dest), "sparse-checkout", "set", "--no-cone", *paths],
                  ["-C", str(dest), "checkout", "-q", commit]):
         subprocess.run([*git, *args], check=True, capture_output=True, timeout=120)  # noqa: S603
     return dest
@@ -103,6 +108,27 @@ def aiter_pin() -> str:
 def aiter_pkg(aiter_checkout) -> Path:
     """The checkout's aiter/ package folder, what --aiter-src resolves to."""
     return aiter_checkout / "aiter"
+
+
+@pytest.fixture(scope="session")
+def patched_copy(tmp_path_factory):
+    """copy(pkg) -> a copy of the aiter package folder pkg, with every patch applied by the real CLI."""
+
+    def copy(pkg: Path) -> Path:
+        dest = tmp_path_factory.mktemp("patched")
+        shutil.copytree(pkg, dest / "aiter")
+        proc = subprocess.run([sys.executable, "-m", "patches", "apply", "--root", str(dest)], cwd=REPO,  # noqa: S603
+                              capture_output=True, text=True, timeout=120, check=False)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return dest / "aiter"
+
+    return copy
+
+
+@pytest.fixture(scope="session")
+def pin_patched(aiter_pkg, patched_copy) -> Path:
+    """aiter at the pin, patched; once per session: the lookup and dispatch tests only read it."""
+    return patched_copy(aiter_pkg)
 
 
 @pytest.fixture(scope="session")

@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-from tests.support.upstream import REPO_ROOT
 from validation import aiter_dispatch, aiter_lookup, cli
 from validation.aiter_dispatch import Call
 from validation.checks import gemm_asm, gemm_hipblaslt
@@ -24,16 +21,6 @@ CU = {"gfx942": 304, "gfx950": 256}
 FP8 = {"gfx942": torch.float8_e4m3fnuz, "gfx950": torch.float8_e4m3fn}
 UNTUNED = Call(4099, 4097, 4096)
 PRESHUFFLED = Call(4099, 4096, 4096, preshuffled=True)
-
-
-@pytest.fixture(scope="module")
-def pin_patched(aiter_pkg, tmp_path_factory):
-    dest = tmp_path_factory.mktemp("dispatch-patched")
-    shutil.copytree(aiter_pkg, dest / "aiter")
-    proc = subprocess.run([sys.executable, "-m", "patches", "apply", "--root", str(dest)], cwd=REPO_ROOT,  # noqa: S603
-                          capture_output=True, text=True, timeout=120, check=False)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return dest / "aiter"
 
 
 @pytest.fixture(autouse=True)

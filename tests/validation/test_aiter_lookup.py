@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import inspect
 import json
-import shutil
-import subprocess
 import sys
 import textwrap
 
 import pytest
 
-from tests.support.upstream import AITER_HEAD, REPO_ROOT
+from tests.support.upstream import AITER_HEAD
 from validation import aiter_lookup, cli
 from validation.checks import gemm_asm, gemm_hipblaslt
 from validation.tuned_csv import index, tuned_paths
@@ -26,24 +24,10 @@ PRESHUFFLED = (4099, 4096, 4096)  # N, K multiples of 64: the shape aiter's bpre
 CU = {"gfx942": 304, "gfx950": 256}
 
 
-def _patched(pkg, dest):
-    """A copy of the aiter package folder pkg under dest, with every patch applied by the real CLI."""
-    shutil.copytree(pkg, dest / "aiter")
-    proc = subprocess.run([sys.executable, "-m", "patches", "apply", "--root", str(dest)], cwd=REPO_ROOT,  # noqa: S603
-                          capture_output=True, text=True, timeout=120, check=False)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return dest / "aiter"
-
-
 @pytest.fixture(scope="module")
-def pin_patched(aiter_pkg, tmp_path_factory):
-    return _patched(aiter_pkg, tmp_path_factory.mktemp("pin-patched"))
-
-
-@pytest.fixture(scope="module")
-def head_patched(aiter_at, tmp_path_factory):
+def head_patched(aiter_at, patched_copy):
     checkout = aiter_at(AITER_HEAD, ("/aiter/tuned_gemm.py", "/aiter/jit/core.py", "/aiter/configs/"))
-    return _patched(checkout / "aiter", tmp_path_factory.mktemp("head-patched"))
+    return patched_copy(checkout / "aiter")
 
 
 @pytest.fixture(autouse=True)

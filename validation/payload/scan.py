@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -49,12 +50,7 @@ def scan(roots: Iterable[Path], *, root: Path = Path("/"), ours: tuple[str, ...]
     start, out, seen = time.monotonic(), Scan(), set()
     owners = Owners(root)
     for top in roots:
-        for path in _files(top, out, root):
-            try:
-                st = path.stat()
-            except OSError as exc:
-                out.unknown.append({"path": shown(path, root), "why": _os_why(exc)})
-                continue
+        for path, st in _files(top, out, root):
             if (st.st_dev, st.st_ino) in seen:
                 continue
             seen.add((st.st_dev, st.st_ino))
@@ -65,37 +61,52 @@ def scan(roots: Iterable[Path], *, root: Path = Path("/"), ours: tuple[str, ...]
 
 
 def _read_one(path: Path, size: int, out: Scan, owners: Owners, root: Path, ours: tuple[str, ...]) -> None:
-    where = shown(path, root)
     try:
         pieces = read(path, size)
     except Malformed as exc:
-        out.unknown.append({"path": where, "why": str(exc)})
+        out.unknown.append({"path": shown(path, root), "why": str(exc)})
         return
     except OSError as exc:
-        out.unknown.append({"path": where, "why": _os_why(exc)})
+        out.unknown.append({"path": shown(path, root), "why": _os_why(exc)})
         return
+    where = shown(path, root)  # only here: most files hold no GPU code, and a tree can hold 30,000 of them
     for piece in pieces:
         owner = owners.of(path)
         out.found.append(Found(where, piece, owner, family(where, owner), folder_arch(where),
                                any(where == p or where.startswith(p + "/") for p in ours)))
 
 
-def _files(top: Path, out: Scan, root: Path) -> Iterator[Path]:
-    """Regular files under top, symlinks not followed; a symlink loop and an unreadable folder are listed."""
+def _files(top: Path, out: Scan, root: Path) -> Iterator[tuple[Path, os.stat_result]]:
+    """Regular files under top with their stat, symlinks not followed; a symlink loop and an unreadable folder
+    are listed."""
     def failed(exc: OSError) -> None:
         out.unknown.append({"path": shown(Path(exc.filename or top), root), "why": _os_why(exc)})
 
     if top.is_file() and not top.is_symlink():
-        yield top
+        st = _regular(str(top), out, root)
+        if st is not None:
+            yield top, st
         return
     for folder, dirs, files in os.walk(top, onerror=failed):
         dirs.sort()
         for name in sorted(files):
-            path = Path(folder) / name
-            if path.is_symlink():
-                _check_link(path, out, root)
-            elif path.is_file():
-                yield path
+            path = os.path.join(folder, name)
+            st = _regular(path, out, root)
+            if st is not None:
+                yield Path(path), st
+
+
+def _regular(path: str, out: Scan, root: Path) -> os.stat_result | None:
+    """path's stat when it is a regular file, else None; a symlink loop or a failed stat is listed. One lstat a
+    file: a tree can hold 30,000 files, most of them no GPU code."""
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        out.unknown.append({"path": shown(Path(path), root), "why": _os_why(exc)})
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        _check_link(Path(path), out, root)
+    return st if stat.S_ISREG(st.st_mode) else None
 
 
 def _check_link(path: Path, out: Scan, root: Path) -> None:
