@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -60,7 +61,7 @@ def probe(setup: Setup, checks: tuple[Check, ...], root: Path) -> list[Finding]:
     if wanted:
         found += _validation(setup, wanted, root, drift)
     if IMPORT in kinds:
-        found.append(_imports(setup, root))
+        found.append(_imports(setup, lambda memo: _tree(root, memo)))
     order = [c.label for c in checks]
     return sorted(found, key=lambda f: order.index(f.check))
 
@@ -128,10 +129,15 @@ def validation_finding(check: dict[str, Any], where: str = "") -> Finding:
     return Finding(check["name"], state, f"{check['name']}: {check['status']}{where}: {reason}", check["status"])
 
 
-def _imports(setup: Setup, root: Path) -> Finding:
+def imports_only(setup: Setup, files: dict[str, bytes]) -> list[Finding]:
+    """The import check alone, on the commit's files as read from git: nothing is patched, so nothing is written."""
+    return [_imports(setup, lambda memo: Tree(list(files), files.get, memo))]
+
+
+def _imports(setup: Setup, this_commit: Callable[[Memo], Tree]) -> Finding:
     """ATOM's non-optional aiter imports, with aiter or ATOM at this commit and the other at its pin."""
     memo = Memo.load(Path(setup.memo)) if setup.memo else MEMO
-    here = _tree(root, memo)
+    here = this_commit(memo)
     other = _tree(Path(setup.other_tree or ""), memo)
     atom, aiter = (other, here) if setup.component == "aiter" else (here, other)
     result = unresolved(atom, aiter)

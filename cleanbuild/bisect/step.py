@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from cleanbuild.bisect import probe, tree
-from cleanbuild.bisect.checks import Check
+from cleanbuild.bisect.checks import IMPORT, Check
 from cleanbuild.core.errors import CleanBuildError, Interrupted
 from cleanbuild.core.run import run
 
@@ -82,20 +82,30 @@ def test(plan: Plan, sha: str) -> Step:
 
 def _tree_findings(plan: Plan, sha: str) -> list[probe.Finding]:
     """Export sha's package and check it. A commit without the package is untestable."""
+    if {c.kind for c in plan.checks} == {IMPORT}:  # nothing to patch or run: the files are read in memory
+        try:
+            return probe.imports_only(plan.setup, tree.contents(Path(plan.git_dir), sha, plan.package))
+        except CleanBuildError as exc:
+            return _untestable(plan, exc)
     work = Path(tempfile.mkdtemp(prefix=f"{sha[:12]}-", dir=plan.work))
     try:
         try:
             tree.export(Path(plan.git_dir), sha, plan.package, work / "tree")
         except CleanBuildError as exc:
-            if (work / "tree" / plan.package).is_dir() or "did not match any files" not in str(exc):
+            if (work / "tree" / plan.package).is_dir():
                 raise
-            findings = [probe.Finding(c.label, probe.UNTESTABLE, f"{c.label}: untestable: no {plan.package}/ there")
-                        for c in plan.checks]
-        else:
-            findings = probe.probe(plan.setup, plan.checks, work / "tree")
+            return _untestable(plan, exc)
+        return probe.probe(plan.setup, plan.checks, work / "tree")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return findings
+
+
+def _untestable(plan: Plan, exc: CleanBuildError) -> list[probe.Finding]:
+    """git could not archive the package: untestable where the commit has none, else the error stands."""
+    if "did not match any files" not in str(exc):
+        raise exc
+    return [probe.Finding(c.label, probe.UNTESTABLE, f"{c.label}: untestable: no {plan.package}/ there")
+            for c in plan.checks]
 
 
 def bisect_head(plan: Plan) -> str:

@@ -14,6 +14,20 @@ from cleanbuild.upstream.gitrepo import GitError
 
 def export(git_dir: Path, sha: str, package: str, dest: Path) -> Path:
     """Write `package/` at sha under dest; returns dest. GitError when git cannot read it."""
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(_archive(git_dir, sha, package))) as archive:
+        archive.extractall(dest, filter="data")
+    return dest
+
+
+def contents(git_dir: Path, sha: str, package: str) -> dict[str, bytes]:
+    """`package/` at sha as {path: bytes} (regular files), read without writing a file. GitError as export."""
+    with tarfile.open(fileobj=io.BytesIO(_archive(git_dir, sha, package))) as archive:
+        return {m.name: archive.extractfile(m).read() for m in archive.getmembers()  # type: ignore[union-attr]
+                if m.isreg()}
+
+
+def _archive(git_dir: Path, sha: str, package: str) -> bytes:
     argv = ["git", "-c", "safe.directory=*", "--git-dir", str(git_dir), "archive", "--format=tar",
             "--end-of-options", git_ref(sha, "commit"), package]
     result = run(argv, check=False, echo=False, binary=True, timeout=600)
@@ -21,10 +35,7 @@ def export(git_dir: Path, sha: str, package: str, dest: Path) -> Path:
         why = (result.stderr.strip().splitlines() or ["timed out" if result.timed_out else "no output"])[-1]
         raise GitError(f"git archive of {package}/ at {sha[:12]} failed because {why}. To fix, check that "
                        f"{git_dir} is an intact repository (git fsck) that holds {sha[:12]}.")
-    dest.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(result.stdout_bytes)) as archive:
-        archive.extractall(dest, filter="data")
-    return dest
+    return result.stdout_bytes
 
 
 def files(root: Path) -> list[str]:

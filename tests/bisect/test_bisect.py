@@ -274,3 +274,17 @@ def test_ctrl_c_exits_130_and_leaves_no_bisect_state(tmp_path):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err.decode()
     assert list(temp.iterdir()) == []
+
+
+def test_an_import_step_reads_the_commit_in_memory_and_a_commit_without_the_package_is_untestable(tmp_path):
+    from cleanbuild.bisect import probe, step
+    from cleanbuild.bisect.checks import IMPORT, Check
+
+    repo, shas = history(tmp_path, [{}])  # aiter/ only: bisecting atom, this commit has no atom/
+    nowhere = tmp_path / "absent"  # the step's work folder: a tree written to disk would fail to make its folder
+    plan = step.Plan(str(repo / ".git"), "", "atom", (Check(IMPORT, IMPORT),),
+                     probe.Setup("atom", None, None, str(tmp_path / "fake-aiter"), {}), str(tmp_path / "record"),
+                     str(nowhere))
+    found = step.test(plan, shas[0])
+    assert (found.verdict, [f.line for f in found.findings]) == ("untestable", ["import: untestable: no atom/ there"])
+    assert not nowhere.exists()
