@@ -7,6 +7,7 @@ offsets need no conversion and every byte outside an edit stays as it was.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass
 
@@ -53,7 +54,7 @@ class Source:
         self.line_starts = _line_starts(data)
         first, sep, _ = data.partition(b"\n")
         self.newline = "\r\n" if sep and first.endswith(b"\r") else "\n"
-        self.tree = parse(data, path)
+        self.tree = parse(data)
 
     # --- positions -------------------------------------------------------------
     def offset(self, lineno: int, col: int) -> int:
@@ -105,13 +106,21 @@ class Source:
         return b"".join(out)
 
 
-def parse(data: bytes, path: str) -> ast.Module:
+def parse(data: bytes) -> ast.Module:
     try:
-        return ast.parse(data, filename=path)
+        return _tree(data)
     except SyntaxError as exc:
         raise Drift(exc.lineno or 1, f"valid Python ({exc.msg})") from exc
     except ValueError as exc:  # e.g. a NUL byte
         raise Drift(1, f"valid Python ({exc})") from exc
+
+
+@functools.lru_cache(maxsize=64)
+def _tree(data: bytes) -> ast.Module:
+    """One parse per file's bytes in a process, wherever the file lies (a failed parse is not kept): a run checks
+    every patch, applies them and checks again, each reading the same file. The tree is only read: a patch's edits
+    are bytes (Source.apply)."""
+    return ast.parse(data)
 
 
 def _line_starts(data: bytes) -> list[int]:

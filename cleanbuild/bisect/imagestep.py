@@ -73,7 +73,8 @@ def load(path: Path) -> Setup:
 def at_commit(request: Request, component: str, sha: str, folder: Path) -> Request:
     """The request with the component pinned at sha, as `pins --bump` would pin it: a profile file in folder that
     inherits the request's (its own files copied beside it unless built in) under the same name, with its lock
-    remade from the request's lock (uv keeps every version it can: the same closure when the requirements hold)."""
+    remade from the request's lock (uv keeps every version it can: the same closure when the requirements hold).
+    Called again for the same folder and commit, it finds the lock it made current and remakes nothing."""
     folder.mkdir(parents=True, exist_ok=True)
     base = request.profile.file
     for file in chain(base):
@@ -85,7 +86,7 @@ def at_commit(request: Request, component: str, sha: str, folder: Path) -> Reque
     overrides = {**request.overrides, f"components.{component}.ref": sha}  # over --set's own ref, if any
     profile = load_profile(str(path), overrides, request.mirror)
     for seed, dest in zip(lock.lock_paths(request.profile), lock.lock_paths(profile), strict=True):
-        if seed.is_file():
+        if seed.is_file() and not dest.is_file():  # a lock this folder already holds is checked, not replaced
             shutil.copyfile(seed, dest)
     if lock.check(profile):
         lock.write(profile)

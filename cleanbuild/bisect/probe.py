@@ -136,7 +136,8 @@ def imports_only(setup: Setup, files: dict[str, bytes]) -> list[Finding]:
 
 def _imports(setup: Setup, this_commit: Callable[[Memo], Tree]) -> Finding:
     """ATOM's non-optional aiter imports, with aiter or ATOM at this commit and the other at its pin."""
-    memo = Memo.load(Path(setup.memo)) if setup.memo else MEMO
+    # The process's own facts (the bisection's first steps run in the command's process) and the earlier steps'.
+    memo = MEMO.merge(Memo.load(Path(setup.memo))) if setup.memo else MEMO
     here = this_commit(memo)
     other = _tree(Path(setup.other_tree or ""), memo)
     atom, aiter = (other, here) if setup.component == "aiter" else (here, other)

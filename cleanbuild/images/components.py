@@ -70,7 +70,8 @@ def make_unit(name: str, where: tuple[Path, str | None, Path], all_args: Mapping
     image_args = {**IMAGE_ARGS, **LAYER_ARGS}
     read = used_args(dockerfile, target, all_args) if target else set(all_args)
     # Passed: what the target reads and every global ARG (BuildKit 0.8 parses every FROM). Keyed: what it reads.
-    args = {k: v for k, v in all_args.items() if k in read or k in global_args(dockerfile)}
+    passed = read | global_args(dockerfile)
+    args = {k: v for k, v in all_args.items() if k in passed}
     inputs = {"stages": stage_digest(dockerfile, target, args) if target else text_digest(dockerfile.read_text())}
     for k, v in args.items():
         if k not in read or k in NOT_IN_KEY or k in not_in_key:

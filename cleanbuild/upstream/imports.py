@@ -63,6 +63,12 @@ class Memo:
             self.imports[key] = tuple(aiter_imports(source, file))
         return self.imports[key]
 
+    def merge(self, other: Memo) -> Memo:
+        """This memo with other's facts added; returns self."""
+        self.summaries.update(other.summaries)
+        self.imports.update(other.imports)
+        return self
+
     def save(self, path: Path) -> None:
         data = {"summaries": {k: [sorted(s.names), s.stars, s.all, s.dynamic] for k, s in self.summaries.items()},
                 "imports": self.imports}

@@ -8,6 +8,7 @@ every lock, and must not change the key of a wheel whose requirements did not mo
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -33,7 +34,9 @@ def header(text: str) -> dict[str, Any] | None:
     return json.loads(first[len(HEADER):]) if first.startswith(HEADER) else None
 
 
+@functools.lru_cache(maxsize=32)
 def blocks(text: str) -> tuple[Block, ...]:
+    """The lock's requirement blocks, in order (kept per text: a plan splits and closes the same lock many times)."""
     out: list[tuple[str, list[str], list[str]]] = []
     for line in text.splitlines():
         stripped = line.strip()

@@ -178,8 +178,10 @@ def test_image_setup_travels_to_the_step_process_and_pins_the_commit(tmp_path):
     assert pinned.profile.read_from("aiter") == asked.profile.read_from("aiter")  # the mirror's copy kept
     assert lock.check(pinned.profile) == []  # its own lock, remade for the commit
     assert lock.lock_paths(pinned.profile)[0].parent == tmp_path / "step"  # never the repository's lock files
+    made = [p.stat().st_mtime_ns for p in lock.lock_paths(pinned.profile)]
     plan = imagestep.plan_for(loaded, "aiter", sha, checking.parse("aiter", ("gemm-hipblaslt", "gemm-ck"), image=True),
                               tmp_path / "step")
+    assert [p.stat().st_mtime_ns for p in lock.lock_paths(pinned.profile)] == made  # the same commit: not remade
     assert plan.validate.command[-3:] == ("--only", "gemm-hipblaslt", "gemm-ck")
     assert "ckfree" in plan.patch.image and plan.prepare.lock_problem is None
     at_pin = imagestep.plan_for(loaded, "aiter", str(asked.profile.component("aiter").get("ref")), (), tmp_path / "pin")
