@@ -22,7 +22,6 @@ import json
 import re
 import tempfile
 import tomllib
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -169,18 +168,14 @@ def _canonical(text: str) -> str:
 
 def compile_lock(inp: Inputs, *, upgrade: tuple[str, ...] = (), previous: Path | None = None) -> tuple[str, str]:
     """(runtime lock text, build lock text), resolved with uv for the profile's Python and platform."""
-    build_previous = previous.with_name(previous.name.replace(".lock", ".build.lock")) if previous else None
-    # The build lock needs nothing of the runtime's: uv resolves it beside the other two calls (each waits mostly
-    # on the index). Leaving the block waits for both, on an error or Ctrl-C too (uv runs in its own session).
-    with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(1) as beside:
+    with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        build_lock = beside.submit(_uv_compile, inp, work, "build", list(inp.build), None, no_emit=[], upgrade=upgrade,
-                                   previous=build_previous)
         excludes = work / "excludes.txt"
         excludes.write_text("\n".join(_accelerator_packages(inp, work)) + "\n")
         runtime = _uv_compile(inp, work, "runtime", [*inp.aiter, *inp.atom, *inp.torch], excludes,
                               no_emit=[Requirement(r).name for r in inp.torch], upgrade=upgrade, previous=previous)
-        build = build_lock.result()
+        build = _uv_compile(inp, work, "build", list(inp.build), None, no_emit=[], upgrade=upgrade,
+                            previous=previous.with_name(previous.name.replace(".lock", ".build.lock")) if previous else None)
     meta = json.dumps(inp.to_json(), sort_keys=True)
     return f"{HEADER}{meta}\n{runtime}", f"{HEADER}{meta}\n{build}"
 
