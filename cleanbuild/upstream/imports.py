@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from cleanbuild.core.atomic import replace_all
+
 OPTIONAL_HANDLERS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
 
 
@@ -44,7 +46,7 @@ class Summary:
 
 
 class Memo:
-    """Per-file facts by the sha256 of the file's bytes (and, for a module, its path): a file parses once in a
+    """Per-file facts by the sha256 of the file's bytes (and, for a module, its name): a file parses once in a
     process however many trees hold it, and once in a whole bisection through a file every step loads and saves."""
 
     def __init__(self) -> None:
@@ -72,8 +74,7 @@ class Memo:
     def save(self, path: Path) -> None:
         data = {"summaries": {k: [sorted(s.names), s.stars, s.all, s.dynamic] for k, s in self.summaries.items()},
                 "imports": self.imports}
-        path.with_suffix(".tmp").write_text(json.dumps(data))
-        path.with_suffix(".tmp").replace(path)
+        replace_all({path: json.dumps(data)})
 
     @classmethod
     def load(cls, path: Path) -> Memo:

@@ -4,11 +4,10 @@ at torch_gemm; every other commit touches an unrelated file. atom.git is shared/
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from tests.support.gitrepos import commit_all, git
-from tests.support.upstream import AITER_PIN, upstream_dir
+from tests.support.upstream import AITER_PIN, upstream_dir, writable_copy
 
 HIPBLASLT_ENTRY = '    "hipblaslt": hipb_gemm,\n'
 REROUTED = '    "hipblaslt": torch_gemm,\n'
@@ -17,9 +16,7 @@ REROUTED = '    "hipblaslt": torch_gemm,\n'
 def mirror_with_commits(folder: Path, commits: int, break_at: int) -> list[str]:
     """folder/aiter.git (a writable copy) gets `commits` commits on the pin; commit `break_at` (0-based) reroutes
     hipBLASLt to torch. Returns their SHAs, oldest first."""
-    shutil.copytree(upstream_dir() / "aiter.git", folder / "aiter.git")
-    for path in (folder / "aiter.git", *(folder / "aiter.git").rglob("*")):
-        path.chmod(path.stat().st_mode | 0o200)
+    writable_copy("aiter.git", folder / "aiter.git")
     (folder / "atom.git").symlink_to(upstream_dir() / "atom.git")
     work = folder / "work"
     git(folder / "aiter.git", "worktree", "add", "-q", "-b", "bisect-test", str(work), AITER_PIN)
