@@ -1,19 +1,20 @@
 """Same inputs, same digest, on an engine that can give it (Docker >= 26 with the containerd image store).
 
-The session's gfx950 CK-free build (tests/support/builds.py: on a fresh engine, a cold build) is built again from a
-pruned BuildKit cache by `invoke verify` of its candidate: every unit built again from the labels, under the same
-names (the clean image's labels name the wheels image). Every unit must come out with the same digest, and the
-same closure (wheels manifests, installed files, RECORD hashes); when they do not, the comparisons
-(cleanbuild.images.reproduce: the first differing layer and file) are the failure message, and both are written to
-reports/reproducibility/. Pushed, the wheels, clean and candidate images keep their digests, and the candidate
-carries its SBOM and provenance as attestations. `invoke verify` of an image changed after the build names the
-first differing layer and file.
+The session's gfx950 CK-free build (tests/support/builds.py: on a fresh engine, a cold build) is built again by
+`invoke verify` of its candidate on an engine where nothing a rebuild reads is left: every name of every unit's
+images but those that hold the session's for the comparison (verify rebuilds every unit whatever it finds), the
+stand-in base's name, the BuildKit cache, and the cache folder (verify gets one of its own, so mmdebstrap makes the
+stand-in's tar again and the build context is made again). Only the Debian archive, which
+no pin holds, survives; when it served other packages since the session's stand-in was made, the test says which
+moved and skips. Every unit and the stand-in must come out with the same digest, and the same closure (wheels
+manifests, installed files, RECORD hashes); when they do not, the comparisons (cleanbuild.images.reproduce: the
+first differing layer and file) are the failure message, and both are written to reports/reproducibility/. Pushed,
+the wheels, clean and candidate images keep their digests, and the candidate carries its SBOM and provenance as
+attestations. `invoke verify` of an image changed after the build names the first differing layer and file.
 
-One cold rebuild serves the digest comparison and verify's "same digest" case. What a rebuild from labels cannot
-see, because the stand-in base and the build context are still there, is a machine that has nothing: the last test
-removes every image, the BuildKit cache and the cache folder (the stand-in's tar with it) before each of two cold
-builds and asks for the same release digest. It is marked wipes_engine, so it runs after every other test of the
-tier (tests/conftest.py) and no later test has to build again what it removed.
+One rebuild from nothing serves all of these. Its tests are marked wipes_engine, so they run after every other test of the tier
+(tests/conftest.py) and no later test has to build again what the wipe removed. The one test here that needs no
+wipe (the units built at once against one after another) runs before them.
 
 Docker 20.10 is not tested: its BuildKit 0.8 stamps build times into every image (verify refuses there, exit 3)
 and, measured 2026-12-01, panics in its image puller (cache.setImageRefMetadata, nil ref in GetByBlob) when a build
@@ -25,7 +26,7 @@ import json
 import shutil
 import subprocess
 import uuid
-from pathlib import Path
+from dataclasses import replace
 
 import pytest
 
@@ -33,10 +34,10 @@ from cleanbuild.cli.settings import resolve
 from cleanbuild.core import engine
 from cleanbuild.core.errors import StepFailed
 from cleanbuild.core.refs import split_image
-from cleanbuild.images import attest, pipeline, reproduce, sbom, steps, verify
+from cleanbuild.images import attest, pipeline, reproduce, sbom, standin, steps, verify
 from cleanbuild.images.plan import CLEAN_UNITS, Plan
 from cleanbuild.images.record import clean_labels
-from tests.support.builds import REPO, VARIANTS, forget, offline_plan
+from tests.support.builds import REPO, VARIANTS, forget
 from tests.support.registry import registry_blob, registry_digest
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -53,54 +54,114 @@ def reproducible_engine(docker_engine):
 
 
 @pytest.fixture(scope="module")
-def cold_rebuild(reproducible_engine, offline_builds):
-    """(plan, first, second, verify's result): the session's gfx950 CK-free images ({unit: image ID}), and each
-    unit's image after `invoke verify` rebuilt the candidate from a pruned BuildKit cache. The first images are
-    held under names of their own meanwhile (the containerd store drops an image that loses its last name); the
-    session's names point at them again afterwards."""
+def cold_rebuild(reproducible_engine, offline_builds, tmp_path_factory):
+    """(plan, first, second, verify's result, archives): the session's gfx950 CK-free images ({unit: image ID},
+    the stand-in's under "standin-base"), and each one's image after `invoke verify` rebuilt the candidate on an
+    engine where nothing a rebuild reads is left (wipe): every other name of every unit's key and the stand-in's
+    name removed, the BuildKit cache pruned, and a cache folder of its own (so mmdebstrap makes the stand-in's tar and
+    the build context is made again). archives: the Debian archive's record beside the session's tar and beside
+    the rebuild's. The first images are held under names of their own meanwhile (the containerd store drops an
+    image that loses its last name; verify is given the held candidate); the session's names point at them again
+    afterwards. Other units' images that share a key (the gfx942 variant's wheels) lose their names too: the tests
+    that use this are marked wipes_engine and run after every other test of the tier (tests/conftest.py)."""
     client = reproducible_engine
     plan = offline_builds[VARIANTS[0].name].plan
     # The session's images, as they are now: an earlier test may have removed one (a fresh node's bump drops the
     # atom it did not pull), which this builds again.
     rec = pipeline.run(plan, client, verify.STEPS, failed_report=False)
-    first = {u.name: u.image_id for u in rec.units}
-    held = [engine.tag(client, first[u.name], split_image(u.image)[0], f"first-{u.name}") for u in plan.units]
-    subprocess.run(["docker", "builder", "prune", "-af"], check=True, capture_output=True)  # noqa: S603,S607
+    before = ids_and_archive(client, plan, rec)
+    first = before["ids"]
+    held = {name: engine.tag(client, first[name], split_image(image)[0], f"first-{name}")
+            for name, image in (("standin-base", plan.base_image), *((u.name, u.image) for u in plan.units))}
+    cache = tmp_path_factory.mktemp("cold-cache")
     try:
-        result = verify.rebuild_and_compare(client, plan.patch.image, resolve({}, {}))
-        second = {u.name: str(engine.image_id(client, u.image)) for u in plan.units}
-        yield plan, first, second, result
+        wipe(client, plan, held=set(held.values()))
+        result = verify.rebuild_and_compare(client, held["candidate"], replace(resolve({}, {}), cache_dir=cache))
+        second = {name: str(engine.image_id(client, image))
+                  for name, image in (("standin-base", plan.base_image), *((u.name, u.image) for u in plan.units))}
+        archives = (before["archive"], standin.record(standin.folder(cache, plan.base_image)))
+        assert archives[1], "the rebuild made no stand-in tar in its own cache folder"
+        debian_moved(first, second, archives)
+        yield plan, first, second, result, archives
     finally:
+        engine.tag(client, first["standin-base"], *split_image(plan.base_image))
         for unit in plan.units:
             engine.tag(client, first[unit.name], *split_image(unit.image))
-        for ref in held:
+        for ref in held.values():
             engine.untag(client, ref)
+        shutil.rmtree(cache, ignore_errors=True)
 
 
-def test_a_cold_rebuild_gives_the_same_digests_and_closure(reproducible_engine, cold_rebuild):
-    client = reproducible_engine
-    plan, first, second, _ = cold_rebuild
-    result = reproduce.compare_digests(client, first, second)
-    closure = reproduce.compare(client, (first["wheels"], second["wheels"]), (first["clean"], second["clean"]))
+def debian_moved(first: dict, second: dict, archives: tuple) -> None:
+    """Writes what the two stand-ins were made from; skips (every test of the rebuild) when the Debian archive
+    served other packages to the rebuild's mmdebstrap than to the session's: then the inputs differ."""
+    moved = sorted(set(archives[0]["packages"].items()) ^ set(archives[1]["packages"].items()))
     out = REPO / "reports" / "reproducibility"
     out.mkdir(parents=True, exist_ok=True)
+    (out / "cold-offline-gfx950-ckfree.json").write_text(json.dumps(
+        {"units": {u: [first[u], second.get(u)] for u in first}, "debian_moved": moved,
+         "archive": [a | {"packages": len(a["packages"])} for a in archives]}, indent=2) + "\n")
+    if moved:
+        pytest.skip(f"the Debian archive served other packages since the session's stand-in was made: {moved[:6]}")
+
+
+def wipe(client, plan: Plan, held: set[str]) -> None:
+    """Nothing a rebuild of plan could read: every name of every image of its units' keys but the held ones (verify
+    rebuilds every unit whatever it finds by key, and BuildKit reads no image by key), the stand-in's name and the
+    BuildKit cache."""
+    for unit in plan.units:
+        for image_id, tags in engine.images_by_key(client, unit.name, unit.key):
+            for ref in set(tags or (image_id,)) - held:
+                engine.untag(client, ref)
+    engine.untag(client, plan.base_image)
+    subprocess.run(["docker", "builder", "prune", "-af"], check=True, capture_output=True)  # noqa: S603,S607
+    left = [ref for ref in (plan.base_image, *(u.image for u in plan.units)) if engine.image_id(client, ref)]
+    assert left == [], f"still here after the wipe: {left}"
+
+
+def ids_and_archive(client, plan: Plan, rec) -> dict:
+    """The stand-in's image ID and every unit's, bottom first (the base, then the units in build order), and the
+    archive record the prepare step read beside the stand-in's tar."""
+    archive = (rec.prepared or {}).get("standin_archive")
+    assert archive, "the prepare step made or found no stand-in base"
+    built = {u.name: u.image_id for u in rec.units}
+    ids = {"standin-base": str(engine.image_id(client, plan.base_image)), **{u.name: built[u.name] for u in plan.units}}
+    return {"ids": ids, "archive": archive}
+
+
+@pytest.mark.wipes_engine
+def test_a_rebuild_from_nothing_gives_the_same_digests_and_closure(reproducible_engine, cold_rebuild):
+    """Nothing survives the wipe but the Debian archive (cold_rebuild): the stand-in's tar is made again by
+    mmdebstrap (a fixed SOURCE_DATE_EPOCH) and added FROM scratch by BuildKit (cleanbuild.images.standin), so the
+    same archive gives the same tar and every image above it the same digest as the session's build (on a fresh
+    machine, itself a build from nothing)."""
+    client = reproducible_engine
+    plan, first, second, _, archives = cold_rebuild
+    assert archives[0]["tar_sha256"] == archives[1]["tar_sha256"]
+    out = REPO / "reports" / "reproducibility"
+    units = {name: image for name, image in first.items() if name != "standin-base"}
+    result = reproduce.compare_digests(client, units, {name: second[name] for name in units})
+    closure = reproduce.compare(client, (first["wheels"], second["wheels"]), (first["clean"], second["clean"]))
     (out / "digests-offline-gfx950-ckfree.json").write_text(json.dumps(result, indent=2) + "\n")
     (out / "offline-gfx950-ckfree.json").write_text(json.dumps(closure, indent=2) + "\n")
-    assert sorted(first) == sorted(u.name for u in plan.units) and len(first) > 8
+    assert sorted(units) == sorted(u.name for u in plan.units) and len(units) > 8
+    assert second["standin-base"] == first["standin-base"]
     assert result["identical"], json.dumps(result["differing"])
     assert closure["manifests_identical"] and closure["files_identical"], closure["records_differing"]
     assert closure["records_identical"] and closure["distributions"] > 50 and closure["files"] > 1000
 
 
+@pytest.mark.wipes_engine
 def test_verify_rebuilds_an_image_from_its_labels_with_the_same_digest(cold_rebuild):
-    plan, first, _, result = cold_rebuild
+    _, first, _, result, _ = cold_rebuild
     assert (result["identical"], result["image"], result["rebuilt"]) == (True, first["candidate"], first["candidate"])
 
 
+@pytest.mark.wipes_engine
 def test_pushed_images_keep_their_digests_and_the_candidate_its_attestations(reproducible_engine, cold_rebuild,
                                                                               registry):  # noqa: F811
     client = reproducible_engine
-    plan, _, second, _ = cold_rebuild
+    plan, _, second, _, _ = cold_rebuild
     at = f"{registry}/digests-{uuid.uuid4().hex[:8]}"
     pushed = []
     try:
@@ -132,6 +193,7 @@ def check_attestations(at: str, plan: Plan, repo: str, digest: str) -> None:
     assert attest.in_registry(f"{at}/{repo}@{digest}") == sorted([sbom.SBOM, sbom.PROVENANCE])
 
 
+@pytest.mark.wipes_engine
 def test_verify_names_the_layer_and_file_of_an_image_changed_after_the_build(reproducible_engine, cold_rebuild,
                                                                               tmp_path):
     """A layer added on top (FROM keeps every label): the rebuild has one layer less, and the report names it."""
@@ -178,58 +240,3 @@ def test_the_units_built_at_once_have_the_digests_of_those_built_one_after_anoth
     second = {u.name: steps._ensure(ctx, rec, u, own.get(u.name, ())) for u in units}
     assert {u.how for u in second.values()} == {"built"}
     assert {n: u.image_id for n, u in second.items()} == first
-
-
-# ---- two cold builds, everything removed before each ----------------------------------------------------------
-
-def wipe(client, plan: Plan) -> None:
-    """Everything a build could find: the plan's images and its stand-in base, every other image (no container of
-    the tier holds one), the BuildKit cache and the plan's cache folder (build context, the stand-in's tar)."""
-    forget(client, plan.units)
-    engine.untag(client, plan.base_image)
-    for what in ("image", "builder"):
-        subprocess.run(["docker", what, "prune", "-af"], check=True, capture_output=True)  # noqa: S603,S607
-    shutil.rmtree(plan.options.request.cache_dir, ignore_errors=True)
-    left = [ref for ref in (plan.base_image, *(u.image for u in plan.units)) if engine.image_id(client, ref)]
-    assert left == [], f"still here after the wipe: {left}"
-
-
-def cold_build(client, cache: Path, run: int) -> dict:
-    """gfx950 CK-free from nothing, through the session's steps: every unit's image ID, the stand-in's and what
-    the Debian archive gave it (the release tag build-clean adds names the candidate's ID: a name, no bytes)."""
-    plan = offline_plan(VARIANTS[0], run_id=f"cold{run}", cache_dir=cache)
-    wipe(client, plan)
-    rec = pipeline.run(plan, client, ("preflight", "prepare", "wheels", "clean", "patch"), failed_report=False)
-    assert {u.name: u.status for u in rec.units} == {u.name: "built" for u in plan.units}
-    archive = (rec.prepared or {}).get("standin_archive")
-    assert archive, "the prepare step made no stand-in base"
-    built = {u.name: u.image_id for u in rec.units}
-    ids = {"standin-base": str(engine.image_id(client, plan.base_image)), **{u.name: built[u.name] for u in plan.units}}
-    return {"ids": ids, "archive": archive}  # bottom first: the base, then the units in build order
-
-
-@pytest.mark.wipes_engine
-def test_two_cold_builds_from_an_empty_engine_give_the_same_release_digest(reproducible_engine, tmp_path_factory):
-    """Nothing survives between the two builds but the Debian archive, which no pin holds: the stand-in's tar is
-    made again by mmdebstrap (a fixed SOURCE_DATE_EPOCH) and added FROM scratch by BuildKit (cleanbuild.images.
-    standin), so the same archive gives the same tar and every image above it the same digest. When the archive
-    served other packages in between, the two builds had other inputs: the test says which moved and skips."""
-    client = reproducible_engine
-    cache = tmp_path_factory.mktemp("cold-cache")
-    try:
-        runs = [cold_build(client, cache, n) for n in (1, 2)]
-    finally:
-        shutil.rmtree(cache, ignore_errors=True)
-    first, second = runs[0]["ids"], runs[1]["ids"]
-    moved = sorted(set(runs[0]["archive"]["packages"].items()) ^ set(runs[1]["archive"]["packages"].items()))
-    out = REPO / "reports" / "reproducibility"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "cold-offline-gfx950-ckfree.json").write_text(json.dumps(
-        {"units": {u: [first[u], second.get(u)] for u in first}, "debian_moved": moved,
-         "archive": [r["archive"] | {"packages": len(r["archive"]["packages"])} for r in runs]}, indent=2) + "\n")
-    if moved:
-        pytest.skip(f"the Debian archive served other packages between the two builds: {moved[:6]}")
-    assert runs[0]["archive"]["tar_sha256"] == runs[1]["archive"]["tar_sha256"]
-    differing = [u for u in first if first[u] != second.get(u)]  # the first named is where the builds part
-    assert differing == [], f"other digests for {differing}: {[(first[u], second.get(u)) for u in differing]}"
-    assert second["candidate"] == first["candidate"]
