@@ -22,15 +22,14 @@ def _install(session: nox.Session, *groups: str) -> None:
 
 def _pytest(session: nox.Session, marker: str, default: list[str]) -> None:
     _install(session, "test", "validation")
-    session.run("pytest", "-m", marker, *(session.posargs or default), env=_bytecode(session))
+    session.run("pytest", "-m", marker, *(session.posargs or default), env=BYTECODE)
 
 
-def _bytecode(session: nox.Session) -> dict[str, str | None]:
-    """Compiled bytecode kept for the session's processes, in a folder of the session's venv (PYTHONPYCACHEPREFIX:
-    nothing is written beside the sources). A shell with PYTHONDONTWRITEBYTECODE=1 has every process of the tier
-    (two workers, and each `python -m invoke`, `python -m validation` or step a test starts) compile this checkout
-    again: on a fresh clone the workers' collection took 4.8 s each, not 2.2 s."""
-    return {"PYTHONDONTWRITEBYTECODE": None, "PYTHONPYCACHEPREFIX": str(Path(session.virtualenv.location) / "pycache")}
+# Bytecode written beside the sources (__pycache__: ignored by git, .dockerignore and every unit key), also where the
+# shell sets PYTHONDONTWRITEBYTECODE=1: else every process of a tier (two workers, and each `python -m invoke`,
+# `python -m validation` or bisect step a test starts) compiles this checkout again. Not PYTHONPYCACHEPREFIX: a prefix
+# hides the venv's own __pycache__, and the first processes compiled torch again (measured slower).
+BYTECODE: dict[str, str | None] = {"PYTHONDONTWRITEBYTECODE": None}
 
 
 # The everyday tier on every core (pytest-xdist), and the 25 slowest tests in the log. worksteal, not loadfile: a

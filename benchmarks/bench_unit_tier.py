@@ -8,8 +8,8 @@ both times), before first in odd rounds and after first in even ones. It prints 
 summary line, then the median of each side. A checkout without tests/__init__.py gets one for the run (the tier's
 `tests.support` imports must resolve to that checkout, not to an editable install of another) and loses it after.
 
---nox runs each checkout's own `nox -s tests` instead, as a fresh clone does: its .nox folder removed first, so
-every run makes its venv and starts with no compiled bytecode of the checkout; it prints the session's wall seconds
+--nox runs each checkout's own `nox -s tests` instead, as a fresh clone does: its .nox folder and every __pycache__
+removed first, so every run makes its venv and starts with no compiled bytecode of the checkout; it prints the session's wall seconds
 (venv included) and the pytest summary line, whose time is what the tier's goal counts.
 """
 
@@ -56,6 +56,8 @@ def run_tier(checkout: Path) -> tuple[float, str]:
 def run_nox(checkout: Path) -> tuple[float, str]:
     """`nox -s tests` in checkout from no .nox folder: (session wall seconds, pytest's summary line)."""
     shutil.rmtree(checkout / ".nox", ignore_errors=True)
+    for cache in [p for p in checkout.rglob("__pycache__") if p.is_dir()]:  # a fresh clone has no bytecode either
+        shutil.rmtree(cache, ignore_errors=True)
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "nox", "-s", "tests"], cwd=checkout, capture_output=True, text=True,
                           check=False)

@@ -1,7 +1,7 @@
 """docker/scripts/clamp_times.py and the Dockerfiles' use of it: what a RUN wrote gets the build's time, and
 nothing else is touched, so a unit's layers are the same bytes on every build without a rewrite-timestamp pass.
 
-That two cold builds give the same digests on a real engine is tests/integration's reproducible-digest test."""
+That a rebuild from nothing gives the same digests on a real engine is tests/integration's reproducible-digest test."""
 
 from __future__ import annotations
 
