@@ -8,9 +8,9 @@ both times), before first in odd rounds and after first in even ones. It prints 
 summary line, then the median of each side. A checkout without tests/__init__.py gets one for the run (the tier's
 `tests.support` imports must resolve to that checkout, not to an editable install of another) and loses it after.
 
---nox runs each checkout's own `nox -s tests` instead, as a fresh clone does: its .nox folder and every __pycache__
-removed first, so every run makes its venv and starts with no compiled bytecode of the checkout; it prints the session's wall seconds
-(venv included) and the pytest summary line, whose time is what the tier's goal counts.
+--nox runs each checkout's own `nox -s tests` instead, as a fresh clone does: its .nox folder and every
+__pycache__ removed first, so every run makes its venv and starts with no compiled bytecode of the checkout; it
+prints the session's wall seconds (venv included) and the pytest summary line, whose time the tier's goal counts.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """cleanbuild.images.standin without mmdebstrap or an engine: what the archive served is read from the hook's output,
 the record is trusted only beside its tar, and the key and labels say what the base is made from.
 
-(mmdebstrap itself and the cold build from an empty engine is the integration tier's:
+(mmdebstrap itself and the rebuild from nothing are the integration tier's:
 tests/integration/test_reproducible_digests.py.)"""
 
 from __future__ import annotations

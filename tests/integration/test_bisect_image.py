@@ -2,9 +2,9 @@
 
 The mirror is made for the test (tests/support/aiter_commits.py): shared/upstream's aiter.git with two commits on
 the profiles' pin, the first of which points aiter's "hipblaslt" entry of solMap at torch_gemm: --bad is the second,
-so the commit named is one the search itself built and checked (each commit is a build of aiter's units, ~45 s). The pin's image is
-the session's offline gfx950 CK-free build (found by key), so the bisection builds the new commits (only aiter's
-units move) and names the rerouting one.
+so the commit named is one the search itself built and checked (each commit is a build of aiter's units). The pin's
+image is the session's offline gfx950 CK-free build (found by key), so the bisection builds the new commits (only
+aiter's units move) and names the rerouting one.
 """
 
 from __future__ import annotations

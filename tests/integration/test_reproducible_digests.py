@@ -4,17 +4,17 @@ The session's gfx950 CK-free build (tests/support/builds.py: on a fresh engine, 
 `invoke verify` of its candidate on an engine where nothing a rebuild reads is left: every name of every unit's
 images but those that hold the session's for the comparison (verify rebuilds every unit whatever it finds), the
 stand-in base's name, the BuildKit cache, and the cache folder (verify gets one of its own, so mmdebstrap makes the
-stand-in's tar again and the build context is made again). Only the Debian archive, which
-no pin holds, survives; when it served other packages since the session's stand-in was made, the test says which
-moved and skips. Every unit and the stand-in must come out with the same digest, and the same closure (wheels
+stand-in's tar again and the build context is made again). Only the Debian archive, which no pin holds, survives;
+when it served other packages since the session's stand-in was made, the fixture says which moved and every test
+of the rebuild skips. Every unit and the stand-in must come out with the same digest, and the same closure (wheels
 manifests, installed files, RECORD hashes); when they do not, the comparisons (cleanbuild.images.reproduce: the
 first differing layer and file) are the failure message, and both are written to reports/reproducibility/. Pushed,
 the wheels, clean and candidate images keep their digests, and the candidate carries its SBOM and provenance as
 attestations. `invoke verify` of an image changed after the build names the first differing layer and file.
 
-One rebuild from nothing serves all of these. Its tests are marked wipes_engine, so they run after every other test of the tier
-(tests/conftest.py) and no later test has to build again what the wipe removed. The one test here that needs no
-wipe (the units built at once against one after another) runs before them.
+One rebuild from nothing serves all of these. Its tests are marked wipes_engine, so they run after every other
+test of the tier (tests/conftest.py) and no later test has to build again what the wipe removed. The one test here
+that needs no wipe (the units built at once against one after another) runs before them.
 
 Docker 20.10 is not tested: its BuildKit 0.8 stamps build times into every image (verify refuses there, exit 3)
 and, measured 2026-12-01, panics in its image puller (cache.setImageRefMetadata, nil ref in GetByBlob) when a build
