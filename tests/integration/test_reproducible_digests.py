@@ -31,7 +31,7 @@ from dataclasses import replace
 import pytest
 
 from cleanbuild.cli.settings import resolve
-from cleanbuild.core import engine
+from cleanbuild.core import engine, metadata
 from cleanbuild.core.errors import StepFailed
 from cleanbuild.core.refs import split_image
 from cleanbuild.images import attest, pipeline, reproduce, sbom, standin, steps, verify
@@ -59,8 +59,8 @@ def cold_rebuild(reproducible_engine, offline_builds, tmp_path_factory):
     the stand-in's under "standin-base"), and each one's image after `invoke verify` rebuilt the candidate on an
     engine where nothing a rebuild reads is left (wipe): every other name of every unit's key and the stand-in's
     name removed, the BuildKit cache pruned, and a cache folder of its own (so mmdebstrap makes the stand-in's tar and
-    the build context is made again). archives: the Debian archive's record beside the session's tar and beside
-    the rebuild's. The first images are held under names of their own meanwhile (the containerd store drops an
+    the build context is made again). archives: what the Debian archive gave the session's stand-in and the
+    rebuild's (archive_of: their labels). The first images are held under names of their own meanwhile (the containerd store drops an
     image that loses its last name; verify is given the held candidate); the session's names point at them again
     afterwards. Other units' images that share a key (the gfx942 variant's wheels) lose their names too: the tests
     that use this are marked wipes_engine and run after every other test of the tier (tests/conftest.py)."""
@@ -69,8 +69,7 @@ def cold_rebuild(reproducible_engine, offline_builds, tmp_path_factory):
     # The session's images, as they are now: an earlier test may have removed one (a fresh node's bump drops the
     # atom it did not pull), which this builds again.
     rec = pipeline.run(plan, client, verify.STEPS, failed_report=False)
-    before = ids_and_archive(client, plan, rec)
-    first = before["ids"]
+    first = {"standin-base": str(engine.image_id(client, plan.base_image)), **{u.name: u.image_id for u in rec.units}}
     held = {name: engine.tag(client, first[name], split_image(image)[0], f"first-{name}")
             for name, image in (("standin-base", plan.base_image), *((u.name, u.image) for u in plan.units))}
     cache = tmp_path_factory.mktemp("cold-cache")
@@ -79,8 +78,8 @@ def cold_rebuild(reproducible_engine, offline_builds, tmp_path_factory):
         result = verify.rebuild_and_compare(client, held["candidate"], replace(resolve({}, {}), cache_dir=cache))
         second = {name: str(engine.image_id(client, image))
                   for name, image in (("standin-base", plan.base_image), *((u.name, u.image) for u in plan.units))}
-        archives = (before["archive"], standin.record(standin.folder(cache, plan.base_image)))
-        assert archives[1], "the rebuild made no stand-in tar in its own cache folder"
+        assert standin.record(standin.folder(cache, plan.base_image)), "the rebuild made no stand-in tar of its own"
+        archives = (archive_of(client, first["standin-base"]), archive_of(client, plan.base_image))
         debian_moved(first, second, archives)
         yield plan, first, second, result, archives
     finally:
@@ -119,14 +118,14 @@ def wipe(client, plan: Plan, held: set[str]) -> None:
     assert left == [], f"still here after the wipe: {left}"
 
 
-def ids_and_archive(client, plan: Plan, rec) -> dict:
-    """The stand-in's image ID and every unit's, bottom first (the base, then the units in build order), and the
-    archive record the prepare step read beside the stand-in's tar."""
-    archive = (rec.prepared or {}).get("standin_archive")
-    assert archive, "the prepare step made or found no stand-in base"
-    built = {u.name: u.image_id for u in rec.units}
-    ids = {"standin-base": str(engine.image_id(client, plan.base_image)), **{u.name: built[u.name] for u in plan.units}}
-    return {"ids": ids, "archive": archive}
+def archive_of(client, image: str) -> dict:
+    """What the Debian archive gave a stand-in base, from the labels its build wrote (cleanbuild.images.standin):
+    the tar's sha256 and every package's version. The image's, not the cache folder's: a fresh checkout on an
+    engine that already holds the stand-in finds the image and makes no tar."""
+    labels = engine.inspect(client, image).get("Config", {}).get("Labels") or {}
+    debs = labels.get(metadata.STANDIN_DEBS, "")
+    return {"tar_sha256": labels.get(metadata.STANDIN_TAR),
+            "packages": dict(pair.split("=", 1) for pair in debs.split() if "=" in pair)}
 
 
 @pytest.mark.wipes_engine
@@ -137,6 +136,7 @@ def test_a_rebuild_from_nothing_gives_the_same_digests_and_closure(reproducible_
     machine, itself a build from nothing)."""
     client = reproducible_engine
     plan, first, second, _, archives = cold_rebuild
+    assert archives[0]["tar_sha256"] and len(archives[0]["packages"]) > 50, archives[0]
     assert archives[0]["tar_sha256"] == archives[1]["tar_sha256"]
     out = REPO / "reports" / "reproducibility"
     units = {name: image for name, image in first.items() if name != "standin-base"}
