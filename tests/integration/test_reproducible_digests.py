@@ -74,7 +74,7 @@ def cold_rebuild(reproducible_engine, offline_builds, tmp_path_factory):
             for name, image in (("standin-base", plan.base_image), *((u.name, u.image) for u in plan.units))}
     cache = tmp_path_factory.mktemp("cold-cache")
     try:
-        wipe(client, plan, held=set(held.values()))
+        wipe(client, plan, held=frozenset(held.values()))
         result = verify.rebuild_and_compare(client, held["candidate"], replace(resolve({}, {}), cache_dir=cache))
         second = {name: str(engine.image_id(client, image))
                   for name, image in (("standin-base", plan.base_image), *((u.name, u.image) for u in plan.units))}
@@ -104,14 +104,11 @@ def debian_moved(first: dict, second: dict, archives: tuple) -> None:
         pytest.skip(f"the Debian archive served other packages since the session's stand-in was made: {moved[:6]}")
 
 
-def wipe(client, plan: Plan, held: set[str]) -> None:
+def wipe(client, plan: Plan, held: frozenset[str]) -> None:
     """Nothing a rebuild of plan could read: every name of every image of its units' keys but the held ones (verify
     rebuilds every unit whatever it finds by key, and BuildKit reads no image by key), the stand-in's name and the
     BuildKit cache."""
-    for unit in plan.units:
-        for image_id, tags in engine.images_by_key(client, unit.name, unit.key):
-            for ref in set(tags or (image_id,)) - held:
-                engine.untag(client, ref)
+    forget(client, plan.units, keep=held)
     engine.untag(client, plan.base_image)
     subprocess.run(["docker", "builder", "prune", "-af"], check=True, capture_output=True)  # noqa: S603,S607
     left = [ref for ref in (plan.base_image, *(u.image for u in plan.units)) if engine.image_id(client, ref)]

@@ -81,12 +81,13 @@ def standin_base(client) -> str:
     return prepare.ensure_standin(plan.prepare, plan.options.request.cache_dir, lambda ref: engine.image_id(client, ref) is not None)
 
 
-def forget(client, units) -> None:
+def forget(client, units, keep: frozenset[str] = frozenset()) -> None:
     """Every image of these units gone from this engine: each name of every image that carries a unit's key (an
-    image is found by key whatever its name, and a second run on the same engine finds what the first one left)."""
+    image is found by key whatever its name, and a second run on the same engine finds what the first one left),
+    but the names in keep (an image that keeps one name keeps its bytes)."""
     for unit in units:
         for image_id, tags in engine.images_by_key(client, unit.name, unit.key):
-            for ref in tags or (image_id,):
+            for ref in set(tags or (image_id,)) - keep:
                 engine.untag(client, ref)
         engine.untag(client, unit.image)
 
