@@ -208,6 +208,15 @@ def tiers(r: dict) -> Rows:
                 f"({r['ci_emptied_engine_where']})")] if "ci_emptied_engine_min" in r else [])]
 
 
+def tier_cpu(r: dict) -> Rows:
+    kinds = [(f"sampled: {name} ({count} process{'es' if count > 1 else ''})", seconds(secs))
+             for name, secs, count in r["kinds"]]
+    files = [(f"sampled inside the workers: {name}", seconds(secs)) for name, secs in r["files"]]
+    return [("the tier under py-spy", f"{r['summary']}; wall {seconds(r['wall_s'])}"),
+            ("CPU, user + sys of every process (two cores give at most twice the wall)", seconds(r["cpu_s"])),
+            ("sampled, Python processes only", seconds(r["sampled_s"])), *kinds, *files]
+
+
 def bisect(r: dict) -> Rows:
     found = "named the rerouting commit" if r["found"] else "did NOT name the rerouting commit"
     return [(f"a dispatcher regression among {r['commits']} commits", f"{found}; {r['check_runs']} validation runs "
@@ -283,6 +292,10 @@ BENCHMARKS: dict[str, tuple[str, str, Callable[[dict], Rows]]] = {
     "tiers": ("Test tiers", "The everyday tier before and after pytest-xdist and the slow tests' cuts (issue 46), "
               "the typecheck and the integration tier. Goal: the unit tier under 60 s of pytest (not met), a fresh "
               "clone's `bash .ci/run` under 25 minutes on an emptied engine (met at 0491cc5 and 1175fab).", tiers),
+    "tier_cpu": ("Where the unit tier's CPU goes", "`nox -s tests`'s pytest run under py-spy, which samples the "
+                 "workers and every Python process a test starts; CPU seconds from the kernel's accounting (git, "
+                 "tar and uv's binary are in them, not in the samples). A test module's import (collection) counts "
+                 "for its file.", tier_cpu),
 }
 
 
