@@ -212,8 +212,9 @@ def tier_cpu(r: dict) -> Rows:
     kinds = [(f"sampled: {name} ({count} process{'es' if count > 1 else ''})", seconds(secs))
              for name, secs, count in r["kinds"]]
     files = [(f"sampled inside the workers: {name}", seconds(secs)) for name, secs in r["files"]]
-    return [("the tier under py-spy", f"{r['summary']}; wall {seconds(r['wall_s'])}"),
-            ("CPU, user + sys of every process (two cores give at most twice the wall)", seconds(r["cpu_s"])),
+    return [("the tier alone", f"{r['summary']}; wall {seconds(r['wall_s'])}"),
+            ("its CPU, user + sys of every process (two cores give at most twice the wall)", seconds(r["cpu_s"])),
+            ("the tier under py-spy", f"{r['spy_summary']}; wall {seconds(r['spy_wall_s'])}"),
             ("sampled, Python processes only", seconds(r["sampled_s"])), *kinds, *files]
 
 

@@ -2,11 +2,11 @@
 
     python benchmarks/tier_cpu.py [--rate 50] [--top 12] [--raw FILE] [--no-record]
 
-Runs `pytest -m "not docker"` with the arguments of this checkout's `nox -s tests` (noxfile.py's TIER list) under
-py-spy, which samples the pytest workers and every Python process a test starts (`python -m validation`, bisect's
-warm process, nested pytest runs), then prints and records in results.json ("tier_cpu"): the tier's wall, the CPU
-seconds of the run and its children (user + sys, from the kernel's accounting), the sampled seconds per kind of
-process, and inside the workers per test file. Samples see Python processes only: git, tar and uv's own binary are
+Runs `pytest -m "not docker"` with the arguments of this checkout's `nox -s tests` (noxfile.py's TIER list) twice:
+alone, for its wall and the CPU seconds of every process it starts (user + sys, from the kernel's accounting), then
+under py-spy, which samples the pytest workers and every Python process a test starts (`python -m validation`,
+bisect's warm process, nested pytest runs). Prints and records in results.json ("tier_cpu") the sampled seconds per
+kind of process, and inside the workers per test file. Samples see Python processes only: git, tar and uv's own binary are
 in the CPU seconds, not in the samples. cProfile sees one process; on two cores half of the tier's CPU is in
 processes the tests start.
 
@@ -90,15 +90,12 @@ def parse(raw: str, rate: int) -> Profile:
     return profile
 
 
-def run(rate: int, raw: Path) -> tuple[float, float, str]:
-    """The tier under py-spy: (wall seconds, CPU seconds of every process it started, pytest's summary line)."""
-    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
-    if not Path(spy).is_file():
-        raise SystemExit("py-spy is not installed: pip install py-spy (it samples the tier's child processes too)")
+def tier(prefix: list[str]) -> tuple[float, float, str]:
+    """The tier, after prefix (py-spy's argv, or nothing): (wall seconds, CPU seconds of every process it started,
+    prefix included, pytest's summary line)."""
     env = {**os.environ, "ATOM_BUILD_MIRROR": os.environ.get("ATOM_BUILD_MIRROR", str(ROOT.parent / "shared" / "upstream"))}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as nox -s tests runs it (noxfile.BYTECODE)
-    argv = [spy, "record", "--subprocesses", "--rate", str(rate), "--format", "raw", "-o", str(raw), "--",
-            sys.executable, "-m", "pytest", "-m", "not docker", *tier_args(ROOT)]
+    argv = [*prefix, sys.executable, "-m", "pytest", "-m", "not docker", *tier_args(ROOT)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)  # noqa: S603
@@ -107,8 +104,15 @@ def run(rate: int, raw: Path) -> tuple[float, float, str]:
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     lines = [ln for ln in proc.stdout.splitlines() if re.search(r"\d+ passed.* in [\d.]+s", ln)]
     if proc.returncode != 0 or not lines:
-        raise SystemExit(f"the tier failed under py-spy (exit {proc.returncode}): {proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+        raise SystemExit(f"the tier failed (exit {proc.returncode}): {proc.stdout[-2000:]}{proc.stderr[-2000:]}")
     return wall, cpu, lines[-1].strip("= ")
+
+
+def spy_prefix(rate: int, raw: Path) -> list[str]:
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    if not Path(spy).is_file():
+        raise SystemExit("py-spy is not installed: pip install py-spy (it samples the tier's child processes too)")
+    return [spy, "record", "--subprocesses", "--rate", str(rate), "--format", "raw", "-o", str(raw), "--"]
 
 
 def main() -> int:
@@ -120,10 +124,13 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         raw = args.raw or Path(tmp) / "tier.raw"
-        wall, cpu, summary = run(args.rate, raw)
+        prefix = spy_prefix(args.rate, raw)
+        wall, cpu, summary = tier([])  # alone first: the sampler's own CPU is in no number but the samples' run
+        spy_wall, _, spy_summary = tier(prefix)
         profile = parse(raw.read_text(errors="replace"), args.rate)
     sampled = round(sum(profile.kinds.values()) / args.rate, 1)
-    print(f"{summary}; wall {wall:.1f} s, CPU {cpu:.1f} s (user + sys of every process), sampled {sampled} s")
+    print(f"alone: {summary}; wall {wall:.1f} s, CPU {cpu:.1f} s (user + sys of every process)")
+    print(f"under py-spy: {spy_summary}; wall {spy_wall:.1f} s, sampled {sampled} s")
     kinds = [(name, secs, len(profile.processes[name])) for name, secs in profile.seconds(profile.kinds, args.top)]
     for name, secs, count in kinds:
         print(f"{secs:7.1f} s  {count:3d} x  {name}")
@@ -138,6 +145,7 @@ def main() -> int:
             "date": dt.date.today().isoformat(), "checkout": commit, "engine": "none (the everyday tier needs none)",
             "command": f"python benchmarks/tier_cpu.py --rate {args.rate} --top {args.top}",
             "result": {"summary": summary, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "sampled_s": sampled,
+                       "spy_summary": spy_summary, "spy_wall_s": round(spy_wall, 1),
                        "kinds": [list(k) for k in kinds], "files": [list(f) for f in files]}})
     return 0
 
