@@ -10,7 +10,8 @@ kind of process, and inside the workers per test file. Samples see Python proces
 in the CPU seconds, not in the samples. cProfile sees one process; on two cores half of the tier's CPU is in
 processes the tests start.
 
-py-spy is a PyPI wheel (`pip install py-spy`) and needs ptrace: root, or kernel.yama.ptrace_scope 0.
+py-spy is a PyPI wheel (`pip install py-spy`) and needs ptrace: root, or kernel.yama.ptrace_scope 0. It runs with
+--nonblocking: pausing each process to sample it took the tier from 80 to 104 s and inflated the samples.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ def kind(cmdline: str) -> str:
     """A process's command line -> the kind it is counted under: the worker, or the child's command without its
     paths and arguments' values (`python -m validation`, `git`-less: py-spy samples Python only)."""
     words = cmdline.split()
+    if not words:  # py-spy --nonblocking may read none (seen for the tier's own pytest process)
+        return "(no command line read)"
     if WORKER in " ".join(words):
         return "pytest-xdist worker (the tests themselves)"
     if "-m" in words[:-1]:
@@ -112,7 +115,7 @@ def spy_prefix(rate: int, raw: Path) -> list[str]:
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     if not Path(spy).is_file():
         raise SystemExit("py-spy is not installed: pip install py-spy (it samples the tier's child processes too)")
-    return [spy, "record", "--subprocesses", "--rate", str(rate), "--format", "raw", "-o", str(raw), "--"]
+    return [spy, "record", "--subprocesses", "--nonblocking", "--rate", str(rate), "--format", "raw", "-o", str(raw), "--"]
 
 
 def main() -> int:

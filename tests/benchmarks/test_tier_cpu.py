@@ -25,6 +25,7 @@ RAW = "".join([
     f'{TOP};{WORKER};process 13:"/v/bin/python -m validation --only x";main (v.py:1) 50\n',
     f'{TOP};{WORKER};process 14:"/v/bin/python -c import sys\n\nif sys.path[0] == \'\':\n    sys.path.pop(0)\n";'
     "build (backend.py:4) 5\n",
+    'process 10:"";_run_module_as_main (<frozen runpy>:198) 5\n',
 ])
 
 
@@ -32,7 +33,7 @@ def test_each_sample_counts_for_the_innermost_process_and_children_group_by_comm
     profile = tier_cpu.parse(RAW, rate=50)
     assert profile.seconds(profile.kinds, 5) == [("python -m validation", 3.0),
                                                  ("pytest-xdist worker (the tests themselves)", 1.7),
-                                                 ("python -c import sys if", 0.1)]
+                                                 ("python -c import sys if", 0.1), ("(no command line read)", 0.1)]
     assert profile.processes["python -m validation"] == {"12", "13"}
 
 
