@@ -10,8 +10,10 @@ kind of process, and inside the workers per test file. Samples see Python proces
 in the CPU seconds, not in the samples. cProfile sees one process; on two cores half of the tier's CPU is in
 processes the tests start.
 
-py-spy is a PyPI wheel (`pip install py-spy`) and needs ptrace: root, or kernel.yama.ptrace_scope 0. It runs with
---nonblocking: pausing each process to sample it took the tier from 80 to 104 s and inflated the samples.
+py-spy is a PyPI wheel (`pip install py-spy`) and needs ptrace: root, or kernel.yama.ptrace_scope 0. py-spy pauses
+each process to sample it: the sampled run is slower than the tier alone (104 against 80 s) and its samples sum to
+more than the tier's CPU seconds; read them as shares. Not --nonblocking: with it, one run of two put 34 s of
+samples on 37 short `python -c` processes that took 3 s in every other run.
 """
 
 from __future__ import annotations
@@ -115,7 +117,7 @@ def spy_prefix(rate: int, raw: Path) -> list[str]:
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     if not Path(spy).is_file():
         raise SystemExit("py-spy is not installed: pip install py-spy (it samples the tier's child processes too)")
-    return [spy, "record", "--subprocesses", "--nonblocking", "--rate", str(rate), "--format", "raw", "-o", str(raw), "--"]
+    return [spy, "record", "--subprocesses", "--rate", str(rate), "--format", "raw", "-o", str(raw), "--"]
 
 
 def main() -> int:
