@@ -40,6 +40,7 @@ from bench_unit_tier import tier_args  # noqa: E402  (benchmarks/, the script's 
 from results_file import record  # noqa: E402
 
 WORKER = "exec(eval(sys.stdin.readline()))"  # how execnet starts a pytest-xdist worker
+ROOT_KIND = "pytest itself (xdist's controller: reports, tmp_path cleanup)"  # py-spy read its command line as ""
 # A record of py-spy's raw output: "process PID:"CMDLINE";frame;frame;... COUNT". A command line may hold newlines
 # (python -c 'code'), so a record ends only where the next one begins.
 RECORD = re.compile(r"(process \d+:.*?) (\d+)\n(?=process \d+:|\Z)", re.S)
@@ -65,7 +66,7 @@ def kind(cmdline: str) -> str:
     """A process's command line -> the kind it is counted under: the worker, or the child's command without its
     paths and arguments' values (`python -m validation`, `git`-less: py-spy samples Python only)."""
     words = cmdline.split()
-    if not words:  # py-spy --nonblocking may read none (seen for the tier's own pytest process)
+    if not words:  # as py-spy read the tier's own pytest process
         return "(no command line read)"
     if WORKER in " ".join(words):
         return "pytest-xdist worker (the tests themselves)"
@@ -80,13 +81,13 @@ def parse(raw: str, rate: int) -> Profile:
     """py-spy's raw (collapsed) output -> a Profile. Each sample is counted for the innermost process it names."""
     profile = Profile(rate)
     for stack, count in RECORD.findall(raw):
-        innermost = re.split(r";(?=process \d+:)", stack)[-1]
-        head, _, frames = innermost.partition('";')
+        processes = re.split(r";(?=process \d+:)", stack)
+        head, _, frames = processes[-1].partition('";')
         found = PROCESS.match(head + '"')
         if not found:
             continue
         pid, cmdline = found.group(1), " ".join(found.group(2).split())
-        name = kind(cmdline)
+        name = ROOT_KIND if len(processes) == 1 else kind(cmdline)
         profile.kinds[name] += int(count)
         profile.processes[name].add(pid)
         if name.startswith("pytest-xdist worker"):

@@ -33,7 +33,8 @@ def test_each_sample_counts_for_the_innermost_process_and_children_group_by_comm
     profile = tier_cpu.parse(RAW, rate=50)
     assert profile.seconds(profile.kinds, 5) == [("python -m validation", 3.0),
                                                  ("pytest-xdist worker (the tests themselves)", 1.7),
-                                                 ("python -c import sys if", 0.1), ("(no command line read)", 0.1)]
+                                                 ("python -c import sys if", 0.1),
+                                                 ("pytest itself (xdist's controller: reports, tmp_path cleanup)", 0.1)]
     assert profile.processes["python -m validation"] == {"12", "13"}
 
 
