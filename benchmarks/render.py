@@ -293,10 +293,11 @@ BENCHMARKS: dict[str, tuple[str, str, Callable[[dict], Rows]]] = {
     "tiers": ("Test tiers", "The everyday tier before and after pytest-xdist and the slow tests' cuts (issue 46), "
               "the typecheck and the integration tier. Goal: the unit tier under 60 s of pytest (not met), a fresh "
               "clone's `bash .ci/run` under 25 minutes on an emptied engine (met at 0491cc5 and 1175fab).", tiers),
-    "tier_cpu": ("Where the unit tier's CPU goes", "`nox -s tests`'s pytest run under py-spy, which samples the "
-                 "workers and every Python process a test starts; CPU seconds from the kernel's accounting (git, "
-                 "tar and uv's binary are in them, not in the samples). A test module's import (collection) counts "
-                 "for its file.", tier_cpu),
+    "tier_cpu": ("Where the unit tier's CPU goes", "`nox -s tests`'s pytest run alone, for its wall and its CPU "
+                 "seconds (the kernel's accounting of every process it started: git, tar and uv's binary included), "
+                 "then under py-spy, which samples the workers and every Python process a test starts (a process "
+                 "waiting for a core counts: read the samples as shares). A test module's import (collection) "
+                 "counts for its file.", tier_cpu),
 }
 
 
