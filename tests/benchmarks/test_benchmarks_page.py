@@ -3,28 +3,15 @@ measurements, and every row names its date and the command that measured it."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+from tests.support.scripts import BENCH, load_bench
 
-
-def load(name: str):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-render = load("render")
-results_file = load("results_file")
+render = load_bench("render")
+results_file = load_bench("results_file")
 
 
 def results() -> dict:

@@ -3,16 +3,11 @@ and export benchmarks record per unit. The logs below are written by hand in the
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-_spec = importlib.util.spec_from_file_location("bench_buildkit_log", BENCH / "buildkit_log.py")
-assert _spec and _spec.loader
-buildkit_log = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = buildkit_log
-_spec.loader.exec_module(buildkit_log)
+from tests.support.scripts import load_bench
+
+buildkit_log = load_bench("buildkit_log")
 
 CONTAINERD = """\
 #8 [venv 2/2] RUN t0=$(date +%s%N) && sh install.sh

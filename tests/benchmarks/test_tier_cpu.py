@@ -4,16 +4,9 @@ raw` writes them (a child's stack after its parent's; a command line may span li
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from tests.support.scripts import load_bench
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-_spec = importlib.util.spec_from_file_location("bench_tier_cpu", BENCH / "tier_cpu.py")
-assert _spec and _spec.loader
-tier_cpu = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = tier_cpu
-_spec.loader.exec_module(tier_cpu)
+tier_cpu = load_bench("tier_cpu")
 
 TOP = 'process 10:"/v/bin/python -m pytest -q -n 2 tests/"'
 WORKER = 'process 11:"/v/bin/python -u -c import sys;exec(eval(sys.stdin.readline()))"'
