@@ -11,10 +11,10 @@ in the CPU seconds, not in the samples. cProfile sees one process; on two cores 
 processes the tests start.
 
 py-spy is a PyPI wheel (`pip install py-spy`) and needs ptrace: root, or kernel.yama.ptrace_scope 0. py-spy pauses
-each process to sample it: the sampled run is slower than the tier alone (104 against 80 s) and its samples sum to
-more than the tier's CPU seconds (a process that waits for a core is not idle to py-spy: 20 processes started at
-once weigh more than their CPU); read them as shares. Not --nonblocking: with it, one run of two put 34 s of
-samples on 37 short `python -c` processes that took 3 s in every other run.
+each process to sample it: the sampled run is slower than the tier alone (the row records both walls) and its
+samples sum to more than the tier's CPU seconds (a process that waits for a core is not idle to py-spy: 20
+processes started at once weigh more than their CPU); read them as shares. Not --nonblocking: with it, a run put
+a quarter of the tier's samples on short `python -c` processes that were a few seconds in every pausing run.
 """
 
 from __future__ import annotations
