@@ -292,8 +292,8 @@ BENCHMARKS: dict[str, tuple[str, str, Callable[[dict], Rows]]] = {
     "ci": ("CI", "What CI runs, on a fresh clone.", ci),
     "tiers": ("Test tiers", "The everyday tier before and after pytest-xdist and the slow tests' cuts (issue 46), "
               "the typecheck and the integration tier. Goal: the unit tier under 60 s of pytest (not met), a fresh "
-              "clone's `bash .ci/run` under 25 minutes on an emptied engine (met at 0491cc5 and 1175fab; 25.5 min at e99c2f6 on a "
-              "slower day).", tiers),
+              "clone's `bash .ci/run` under 25 minutes on an emptied engine (met at 0491cc5, 1175fab and cbc49a6; 25.5 min "
+              "at e99c2f6 half an hour before cbc49a6's 23.8).", tiers),
     "tier_cpu": ("Where the unit tier's CPU goes", "`nox -s tests`'s pytest run alone, for its wall and its CPU "
                  "seconds (the kernel's accounting of every process it started: git, tar and uv's binary included), "
                  "then under py-spy, which samples the workers and every Python process a test starts (a process "
