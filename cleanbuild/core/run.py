@@ -110,16 +110,17 @@ def label() -> str:
 
 def run(argv: Sequence[str | os.PathLike[str]], *, check: bool = True, capture: bool = False,
         timeout: float | None = None, echo: bool = True, env: Mapping[str, str] | None = None,
-        cwd: str | Path | None = None, binary: bool = False) -> Result:
+        cwd: str | Path | None = None, binary: bool = False, inherit_env: bool = True) -> Result:
     """Run argv (never through a shell). Prints `+ cmd` first unless echo is False.
 
     check=True raises CommandFailed on a non-zero exit. A timeout kills the process group and returns a Result
-    with timed_out=True, so probes can move on. binary=True keeps stdout as bytes (stdout_bytes).
+    with timed_out=True, so probes can move on. binary=True keeps stdout as bytes (stdout_bytes). env is added to
+    this process's environment, or with inherit_env=False is the whole of it.
     """
     args = _argv(argv)
     if echo:
         print(f"{label()}+ {quote(args)}", file=sys.stderr, flush=True)
-    full_env = None if env is None else {**os.environ, **env}
+    full_env = None if env is None else {**(os.environ if inherit_env else {}), **env}
     pipe = subprocess.PIPE if capture or binary else None
     with subprocess.Popen(args, stdout=pipe, stderr=subprocess.PIPE if capture or binary else None,  # noqa: S603
                           env=full_env, cwd=cwd, start_new_session=timeout is not None) as proc:

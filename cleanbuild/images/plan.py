@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,6 +44,17 @@ IN_IMAGE = metadata.IN_IMAGE
 # mmdebstrap copies from the host (its manual, "SOURCE_DATE_EPOCH"); the engine mounts its own at run time.
 STANDIN_MMDEBSTRAP = ("--variant=minbase", "--format=tar", '--customize-hook=rm -f "$1"/etc/resolv.conf "$1"/etc/hostname')
 STANDIN_DOCKERFILE = DOCKER_DIR / "standin" / "Dockerfile"
+# The whole environment mmdebstrap runs with, and so every maintainer script in the chroot: none of the caller's but
+# STANDIN_PASSED (where the rootfs is made, how the archive is reached: neither is in the tar) and SOURCE_DATE_EPOCH.
+# PYTHONDONTWRITEBYTECODE=1: without it each Python a maintainer script starts writes timestamped .pyc for what it
+# imports (py3compile's own debpython modules, setuptools' _distutils_hack through its .pth) and py3compile then skips
+# those as up to date, so the tar followed the caller's environment: measured 2026-12-05, one archive state gave two
+# tars (CI's fresh clone: the session's build under nox, which unsets the variable, and the rebuild in the same run
+# differed in exactly those .pyc, timestamped against hash-checked). With it py3compile writes every .pyc, hash-checked
+# (SOURCE_DATE_EPOCH); tests/integration/test_reproducible_digests.py reads every .pyc header of the tar.
+STANDIN_ENV = (("LC_ALL", "C.UTF-8"), ("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"),
+               ("PYTHONDONTWRITEBYTECODE", "1"))
+STANDIN_PASSED = ("TMPDIR", "http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
 
 
 @dataclass(frozen=True)
@@ -59,7 +71,12 @@ class Standin:
     def inputs(self) -> dict[str, object]:
         """Everything its bytes are made from but the archive's state: its key, and a label of the image."""
         return {"suite": self.suite, "packages": list(self.packages), "epoch": self.epoch,
-                "mmdebstrap": list(STANDIN_MMDEBSTRAP), "dockerfile": self.dockerfile}
+                "mmdebstrap": list(STANDIN_MMDEBSTRAP), "env": dict(STANDIN_ENV), "dockerfile": self.dockerfile}
+
+    def environment(self, caller: Mapping[str, str]) -> dict[str, str]:
+        """mmdebstrap's whole environment (STANDIN_ENV): the caller's only for STANDIN_PASSED."""
+        passed = {name: caller[name] for name in STANDIN_PASSED if name in caller}
+        return {**passed, **dict(STANDIN_ENV), "SOURCE_DATE_EPOCH": str(self.epoch)}
 
 
 @dataclass(frozen=True)

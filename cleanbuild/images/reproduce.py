@@ -121,7 +121,17 @@ def layer_files(saved: Path, index: int) -> dict[str, FileFacts]:
         blob.seek(0)
         raw = zstandard.ZstdDecompressor().stream_reader(blob) if zstd else blob
         with tarfile.open(fileobj=raw, mode="r|*") as layer:
-            return {m.name: (_content(layer, m), m.mode, m.uid, m.gid, m.mtime) for m in layer}
+            return _facts(layer)
+
+
+def tar_files(path: Path) -> dict[str, FileFacts]:
+    """layer_files of a tar on disk (the stand-in base's, cleanbuild.images.standin)."""
+    with tarfile.open(path) as tar:
+        return _facts(tar)
+
+
+def _facts(tar: tarfile.TarFile) -> dict[str, FileFacts]:
+    return {m.name: (_content(tar, m), m.mode, m.uid, m.gid, m.mtime) for m in tar}
 
 
 DIRECTORY = "directory"

@@ -1,8 +1,8 @@
 """The offline profile's stand-in base, made reproducibly, and what the Debian archive gave it.
 
-`mmdebstrap SUITE` with plan.STANDIN_MMDEBSTRAP and SOURCE_DATE_EPOCH set gives a byte-identical tar as long as the
-Debian archive serves the same packages (measured 2026-12-04: two runs, the same sha256). docker/standin/Dockerfile
-adds it FROM scratch on the engine's own BuildKit (cleanbuild.images.buildx.build_here), so the same tar gives the
+`mmdebstrap SUITE` with plan.STANDIN_MMDEBSTRAP in plan.STANDIN_ENV's environment (SOURCE_DATE_EPOCH set, nothing of
+the caller's that reaches the tar) gives a byte-identical tar as long as the Debian archive serves the same packages.
+docker/standin/Dockerfile adds it FROM scratch on the engine's own BuildKit (cleanbuild.images.buildx.build_here), so the same tar gives the
 same image ID; `docker import`, used before, dated each import and gave the same tar two IDs.
 
 The archive itself is not pinned (snapshot.debian.org does not answer from CI's machines): what it served is
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -65,7 +66,7 @@ def make(standin: Standin, where: Path) -> dict[str, Any]:
         tar = tmp / "context" / "base.tar"  # mmdebstrap picks the format from the suffix
         try:
             result = run(["mmdebstrap", *STANDIN_MMDEBSTRAP, SHOW_ARCHIVE, "--include=" + ",".join(standin.packages),
-                          standin.suite, str(tar)], capture=True, env={"SOURCE_DATE_EPOCH": str(standin.epoch)})
+                          standin.suite, str(tar)], capture=True, env=standin.environment(os.environ), inherit_env=False)
         except CommandFailed as exc:
             raise EnvironmentProblem(f"making the stand-in base failed because mmdebstrap failed: {exc}. To fix, "
                                      "check the Debian mirror and that mmdebstrap runs here.") from None

@@ -3,6 +3,7 @@ group, and failures that say which command failed and why."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -44,6 +45,17 @@ def test_stderr_that_is_not_utf8_is_decoded_with_replacement():
 def test_binary_output_is_kept_as_bytes():
     result = run([PY, "-c", "import sys; sys.stdout.buffer.write(b'\\x00\\xff')"], binary=True, echo=False)
     assert (result.stdout_bytes, result.stdout) == (b"\x00\xff", "")
+
+
+ENV_JSON = "import json, os; print(json.dumps(dict(os.environ)))"
+
+
+def test_env_is_added_to_this_processs_environment_or_with_inherit_env_false_is_all_of_it(monkeypatch):
+    monkeypatch.setenv("ATOM_BUILD_CALLERS", "1")
+    added = json.loads(run([PY, "-c", ENV_JSON], env={"A": "1"}, capture=True, echo=False).stdout)
+    assert (added["A"], added["ATOM_BUILD_CALLERS"]) == ("1", "1")
+    alone = json.loads(run([PY, "-c", ENV_JSON], env={"A": "1"}, inherit_env=False, capture=True, echo=False).stdout)
+    assert {k: v for k, v in alone.items() if k != "LC_CTYPE"} == {"A": "1"}  # CPython may coerce the C locale
 
 
 def test_a_timeout_kills_the_whole_process_group():

@@ -80,3 +80,19 @@ def _saved(path: Path, compress) -> Path:
 def test_layer_files_reads_plain_gzip_and_zstd_layers(tmp_path, compress):
     files = reproduce.layer_files(_saved(tmp_path / "s.tar", compress), 0)
     assert files == {"opt/atom-build/extra.txt": (hashlib.sha256(b"changed\n").hexdigest(), 0o644, 0, 0, 315532800)}
+
+
+def test_tar_files_of_two_stand_in_tars_name_the_pyc_that_differs(tmp_path):
+    """The stand-in's two tars of 2026-12-05 differed in one .pyc's header (timestamped against hash-checked)."""
+    def a_tar(path: Path, pyc: bytes) -> Path:
+        with tarfile.open(path, "w") as tar:
+            for name, data in (("./etc/os-release", b"bookworm\n"), ("./usr/lib/__pycache__/x.cpython-311.pyc", pyc)):
+                info = tarfile.TarInfo(name)
+                info.size, info.mtime = len(data), 315532800
+                tar.addfile(info, io.BytesIO(data))
+        return path
+
+    first = reproduce.tar_files(a_tar(tmp_path / "a.tar", b"\xa7\r\r\n\x00\x00\x00\x00"))
+    second = reproduce.tar_files(a_tar(tmp_path / "b.tar", b"\xa7\r\r\n\x03\x00\x00\x00"))
+    assert first["./etc/os-release"] == (hashlib.sha256(b"bookworm\n").hexdigest(), 0o644, 0, 0, 315532800)
+    assert reproduce.diff_files(first, second) == ("./usr/lib/__pycache__/x.cpython-311.pyc", "content differ")

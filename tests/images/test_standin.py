@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import sys
 import tarfile
 from dataclasses import replace
 from pathlib import Path
@@ -16,8 +18,8 @@ import pytest
 
 from cleanbuild.core import metadata
 from cleanbuild.core.errors import EnvironmentProblem
-from cleanbuild.images import standin
-from cleanbuild.images.plan import Standin, standin_image
+from cleanbuild.images import plan, standin
+from cleanbuild.images.plan import STANDIN_ENV, Standin, standin_image
 from cleanbuild.images.report import outside_the_pins
 
 # What the hook prints, written by hand in the shape of a Release file and dpkg's status (a deinstalled package and a
@@ -121,3 +123,43 @@ def test_the_reports_line_names_the_archives_release_or_where_to_read_it(tmp_pat
     assert "bookworm 12.12 of Sat, 08 Nov 2026 09:12:40 UTC" in line and "2 packages" in line
     assert made["tar_sha256"] in line and "not pinned" in line
     assert metadata.STANDIN_DEBS in outside_the_pins(None)
+
+
+# A stand-in for mmdebstrap (the real one is the integration tier's): it keeps the environment it was given and its
+# argv, writes an empty tar where the last argument says, and prints what the hook would.
+FAKE_MMDEBSTRAP = """#!{python}
+import json, os, sys, tarfile
+with open({seen!r}, "w") as out:
+    json.dump({{"env": dict(os.environ), "argv": sys.argv[1:]}}, out)
+tarfile.open(sys.argv[-1], "w").close()
+sys.stderr.write({begin!r} + "\\n" + {shown!r} + {end!r} + "\\n")
+"""
+
+
+def test_mmdebstrap_runs_with_its_own_environment_and_only_the_callers_tmpdir_and_proxy(tmp_path, monkeypatch):
+    """The caller's Python variables changed the tar (2026-12-05: PYTHONDONTWRITEBYTECODE unset by nox, set in a
+    shell): mmdebstrap and every maintainer script get plan.STANDIN_ENV and SOURCE_DATE_EPOCH, whatever the caller has."""
+    (bin_dir := tmp_path / "bin").mkdir()
+    fake = bin_dir / "mmdebstrap"
+    fake.write_text(FAKE_MMDEBSTRAP.format(python=sys.executable, seen=str(tmp_path / "seen.json"), begin=standin.BEGIN,
+                                           shown=SHOWN, end=standin.END))
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    for name, value in (("PYTHONPYCACHEPREFIX", "/elsewhere"), ("PYTHONHASHSEED", "7"), ("https_proxy", "http://p:3128"),
+                        ("TMPDIR", str(tmp_path))):
+        monkeypatch.setenv(name, value)
+    made = standin.make(SPEC, tmp_path / "cache" / "standin" / "abc")
+    seen = json.loads((tmp_path / "seen.json").read_text())
+    env = {k: v for k, v in seen["env"].items() if k != "LC_CTYPE"}  # CPython may coerce the C locale
+    assert env == {**dict(STANDIN_ENV), "SOURCE_DATE_EPOCH": "1700000000", "https_proxy": "http://p:3128",
+                   "TMPDIR": str(tmp_path)}
+    assert env["PYTHONDONTWRITEBYTECODE"] == "1" and seen["argv"][-2] == "bookworm"
+    assert made["packages"] == {"python3": "3.11.2-1+b1", "base-files": "12.4+deb12u12"}
+    assert standin.record(tmp_path / "cache" / "standin" / "abc") == made
+
+
+def test_the_images_name_moves_with_mmdebstraps_environment(monkeypatch):
+    before = standin_image(SPEC)
+    monkeypatch.setattr(plan, "STANDIN_ENV", (*STANDIN_ENV[:-1], ("PYTHONDONTWRITEBYTECODE", "")))
+    assert standin_image(SPEC) != before

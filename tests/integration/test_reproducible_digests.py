@@ -4,7 +4,9 @@ The session's gfx950 CK-free build (tests/support/builds.py: on a fresh engine, 
 `invoke verify` of its candidate on an engine where nothing a rebuild reads is left: every name of every unit's
 images but those that hold the session's for the comparison (verify rebuilds every unit whatever it finds), the
 stand-in base's name, the BuildKit cache, and the cache folder (verify gets one of its own, so mmdebstrap makes the
-stand-in's tar again and the build context is made again). Only the Debian archive, which no pin holds, survives;
+stand-in's tar again and the build context is made again); its caller has PYTHONDONTWRITEBYTECODE the other way round
+from the session's build, which reached the stand-in's tar before cleanbuild.images.plan.STANDIN_ENV. Only the Debian
+archive, which no pin holds, survives;
 when it served other packages since the session's stand-in was made, the fixture says which moved and every test
 of the rebuild skips. Every unit and the stand-in must come out with the same digest, and the same closure (wheels
 manifests, installed files, RECORD hashes); when they do not, the comparisons (cleanbuild.images.reproduce: the
@@ -23,9 +25,12 @@ starts FROM a local multi-layer image after `docker builder prune`, and the engi
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+import tarfile
 import uuid
+from collections import Counter
 from dataclasses import replace
 
 import pytest
@@ -55,12 +60,12 @@ def reproducible_engine(docker_engine):
 
 @pytest.fixture(scope="module")
 def cold_rebuild(reproducible_engine, offline_builds, tmp_path_factory):
-    """(plan, first, second, verify's result, archives): the session's gfx950 CK-free images ({unit: image ID},
+    """(plan, first, second, verify's result, archives, cache): the session's gfx950 CK-free images ({unit: image ID},
     the stand-in's under "standin-base"), and each one's image after `invoke verify` rebuilt the candidate on an
     engine where nothing a rebuild reads is left (wipe): every other name of every unit's key and the stand-in's
     name removed, the BuildKit cache pruned, and a cache folder of its own (so mmdebstrap makes the stand-in's tar and
-    the build context is made again). archives: what the Debian archive gave the session's stand-in and the
-    rebuild's (archive_of: their labels). The first images are held under names of their own meanwhile (the containerd store drops an
+    the build context is made again), and PYTHONDONTWRITEBYTECODE the other way round (other_bytecode_setting). archives: what the Debian archive gave the session's stand-in and the
+    rebuild's (archive_of: their labels); cache: the rebuild's cache folder. The first images are held under names of their own meanwhile (the containerd store drops an
     image that loses its last name; verify is given the held candidate); the session's names point at them again
     afterwards. Other units' images that share a key (the gfx942 variant's wheels) lose their names too: the tests
     that use this are marked wipes_engine and run after every other test of the tier (tests/conftest.py)."""
@@ -75,13 +80,15 @@ def cold_rebuild(reproducible_engine, offline_builds, tmp_path_factory):
     cache = tmp_path_factory.mktemp("cold-cache")
     try:
         wipe(client, plan, held=frozenset(held.values()))
-        result = verify.rebuild_and_compare(client, held["candidate"], replace(resolve({}, {}), cache_dir=cache))
+        with pytest.MonkeyPatch.context() as env:
+            other_bytecode_setting(env)
+            result = verify.rebuild_and_compare(client, held["candidate"], replace(resolve({}, {}), cache_dir=cache))
         second = {name: str(engine.image_id(client, image))
                   for name, image in (("standin-base", plan.base_image), *((u.name, u.image) for u in plan.units))}
         assert standin.record(standin.folder(cache, plan.base_image)), "the rebuild made no stand-in tar of its own"
         archives = (archive_of(client, first["standin-base"]), archive_of(client, plan.base_image))
         debian_moved(first, second, archives)
-        yield plan, first, second, result, archives
+        yield plan, first, second, result, archives, cache
     finally:
         engine.tag(client, first["standin-base"], *split_image(plan.base_image))
         for unit in plan.units:
@@ -89,6 +96,16 @@ def cold_rebuild(reproducible_engine, offline_builds, tmp_path_factory):
         for ref in held.values():
             engine.untag(client, ref)
         shutil.rmtree(cache, ignore_errors=True)
+
+
+def other_bytecode_setting(env: pytest.MonkeyPatch) -> None:
+    """The rebuild's caller with PYTHONDONTWRITEBYTECODE flipped from the session build's: before plan.STANDIN_ENV it
+    reached the chroot through mmdebstrap and gave the same archive two stand-in tars (2026-12-05, CI's fresh clone:
+    nox unsets it, a shell may set it)."""
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        env.delenv("PYTHONDONTWRITEBYTECODE")
+    else:
+        env.setenv("PYTHONDONTWRITEBYTECODE", "1")
 
 
 def debian_moved(first: dict, second: dict, archives: tuple) -> None:
@@ -125,16 +142,44 @@ def archive_of(client, image: str) -> dict:
             "packages": dict(pair.split("=", 1) for pair in debs.split() if "=" in pair)}
 
 
+def standin_difference(plan: Plan, cache) -> str:
+    """The first file that differs between the session's stand-in tar and the rebuild's."""
+    tars = [standin.folder(where, plan.base_image) / "context" / "base.tar"
+            for where in (plan.options.request.cache_dir, cache)]
+    if not all(tar.is_file() for tar in tars):
+        return f"the session's tar is not on disk ({tars[0]}): its image came from an engine that held it"
+    return "the stand-in tars differ first at {}: {}".format(*reproduce.diff_files(*map(reproduce.tar_files, tars)))
+
+
+PYC_FLAGS = {0: "source time", 1: "unchecked hash", 3: "checked hash"}  # PEP 552: the header's second word
+
+
+def pyc_checks(tar_path) -> Counter:
+    """How each .pyc in the tar says it is checked against its source. py3compile under SOURCE_DATE_EPOCH writes
+    checked-hash ones; one by the source's time was written by the import system of a Python a maintainer script
+    started, which happens only where the caller's environment reaches the chroot (plan.STANDIN_ENV)."""
+    found: Counter = Counter()
+    with tarfile.open(tar_path) as tar:
+        for member in tar:
+            if member.isfile() and member.name.endswith(".pyc"):
+                header = tar.extractfile(member).read(8)
+                found[PYC_FLAGS.get(int.from_bytes(header[4:8], "little"), header[4:8].hex())] += 1
+    return found
+
+
 @pytest.mark.wipes_engine
 def test_a_rebuild_from_nothing_gives_the_same_digests_and_closure(reproducible_engine, cold_rebuild):
     """Nothing survives the wipe but the Debian archive (cold_rebuild): the stand-in's tar is made again by
     mmdebstrap (a fixed SOURCE_DATE_EPOCH) and added FROM scratch by BuildKit (cleanbuild.images.standin), so the
     same archive gives the same tar and every image above it the same digest as the session's build (on a fresh
-    machine, itself a build from nothing)."""
+    machine, itself a build from nothing). Every .pyc in the tar is py3compile's, hash-checked: none was written by
+    the import system of a Python a maintainer script ran, which a caller's environment could turn on or off."""
     client = reproducible_engine
-    plan, first, second, _, archives = cold_rebuild
+    plan, first, second, _, archives, cache = cold_rebuild
     assert archives[0]["tar_sha256"] and len(archives[0]["packages"]) > 50, archives[0]
-    assert archives[0]["tar_sha256"] == archives[1]["tar_sha256"]
+    assert archives[0]["tar_sha256"] == archives[1]["tar_sha256"], standin_difference(plan, cache)
+    checked = pyc_checks(standin.folder(cache, plan.base_image) / "context" / "base.tar")
+    assert set(checked) == {"checked hash"} and checked["checked hash"] > 1000, checked
     out = REPO / "reports" / "reproducibility"
     units = {name: image for name, image in first.items() if name != "standin-base"}
     result = reproduce.compare_digests(client, units, {name: second[name] for name in units})
@@ -150,7 +195,7 @@ def test_a_rebuild_from_nothing_gives_the_same_digests_and_closure(reproducible_
 
 @pytest.mark.wipes_engine
 def test_verify_rebuilds_an_image_from_its_labels_with_the_same_digest(cold_rebuild):
-    _, first, _, result, _ = cold_rebuild
+    _, first, _, result, _, _ = cold_rebuild
     assert (result["identical"], result["image"], result["rebuilt"]) == (True, first["candidate"], first["candidate"])
 
 
@@ -158,7 +203,7 @@ def test_verify_rebuilds_an_image_from_its_labels_with_the_same_digest(cold_rebu
 def test_pushed_images_keep_their_digests_and_the_candidate_its_attestations(reproducible_engine, cold_rebuild,
                                                                               registry):  # noqa: F811
     client = reproducible_engine
-    plan, _, second, _, _ = cold_rebuild
+    plan, _, second, _, _, _ = cold_rebuild
     at = f"{registry}/digests-{uuid.uuid4().hex[:8]}"
     pushed = []
     try:
