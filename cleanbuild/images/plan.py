@@ -48,10 +48,11 @@ STANDIN_DOCKERFILE = DOCKER_DIR / "standin" / "Dockerfile"
 # STANDIN_PASSED (where the rootfs is made, how the archive is reached: neither is in the tar) and SOURCE_DATE_EPOCH.
 # PYTHONDONTWRITEBYTECODE=1: without it each Python a maintainer script starts writes timestamped .pyc for what it
 # imports (py3compile's own debpython modules, setuptools' _distutils_hack through its .pth) and py3compile then skips
-# those as up to date, so the tar followed the caller's environment: measured 2026-12-05, one archive state gave two
-# tars (CI's fresh clone: the session's build under nox, which unsets the variable, and the rebuild in the same run
-# differed in exactly those .pyc, timestamped against hash-checked). With it py3compile writes every .pyc, hash-checked
-# (SOURCE_DATE_EPOCH); tests/integration/test_reproducible_digests.py reads every .pyc header of the tar.
+# those as up to date, so the tar followed the caller's environment. Measured 2026-12-05: in CI's fresh clone the
+# session's build and the rebuild from nothing got two tars from one archive state, differing in exactly those six .pyc
+# (timestamped against hash-checked); standin.make run twice, the variable unset then set, gave the same two tars.
+# With it py3compile writes every .pyc, hash-checked (SOURCE_DATE_EPOCH); tests/integration/test_reproducible_digests.py
+# rebuilds with the variable flipped and reads every .pyc header of the tar.
 STANDIN_ENV = (("LC_ALL", "C.UTF-8"), ("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"),
                ("PYTHONDONTWRITEBYTECODE", "1"))
 STANDIN_PASSED = ("TMPDIR", "http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")

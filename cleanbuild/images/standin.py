@@ -2,8 +2,8 @@
 
 `mmdebstrap SUITE` with plan.STANDIN_MMDEBSTRAP in plan.STANDIN_ENV's environment (SOURCE_DATE_EPOCH set, nothing of
 the caller's that reaches the tar) gives a byte-identical tar as long as the Debian archive serves the same packages.
-docker/standin/Dockerfile adds it FROM scratch on the engine's own BuildKit (cleanbuild.images.buildx.build_here), so the same tar gives the
-same image ID; `docker import`, used before, dated each import and gave the same tar two IDs.
+docker/standin/Dockerfile adds it FROM scratch on the engine's own BuildKit (cleanbuild.images.buildx.build_here), so
+the same tar gives the same image ID; `docker import`, used before, dated each import and gave the same tar two IDs.
 
 The archive itself is not pinned (snapshot.debian.org does not answer from CI's machines): what it served is
 recorded beside the tar (archive.json: each suite's Release file, every installed package's version, the tar's
