@@ -218,6 +218,20 @@ def tier_cpu(r: dict) -> Rows:
             ("sampled, Python processes only", seconds(r["sampled_s"])), *kinds, *files]
 
 
+def standin_env(r: dict) -> Rows:
+    def pyc(counts: dict) -> str:
+        return ", ".join(f"{n:,} {kind}" for kind, n in counts.items())
+
+    rows: Rows = []
+    for when in ("before", "after"):
+        if when in r:
+            run = r[when]
+            rows += [(f"{when} ({run['checkout']}), the caller's PYTHONDONTWRITEBYTECODE {name}",
+                      f"{run[name]['tar_sha256'][:19]}…; .pyc: {pyc(run[name]['pyc'])}") for name in ("unset", "set")]
+            rows.append((f"{when}: one tar", "yes" if run["identical"] else "no, two"))
+    return rows
+
+
 def bisect(r: dict) -> Rows:
     found = "named the rerouting commit" if r["found"] else "did NOT name the rerouting commit"
     return [(f"a dispatcher regression among {r['commits']} commits", f"{found}; {r['check_runs']} validation runs "
@@ -294,6 +308,10 @@ BENCHMARKS: dict[str, tuple[str, str, Callable[[dict], Rows]]] = {
               "the typecheck and the integration tier. Goal: the unit tier under 60 s of pytest (not met), a fresh "
               "clone's `bash .ci/run` under 25 minutes on an emptied engine (met at 0491cc5, 1175fab and cbc49a6; 25.5 min "
               "at e99c2f6 half an hour before cbc49a6's 23.8).", tiers),
+    "standin_env": ("The stand-in's tar and the caller's environment", "The offline stand-in's tar made twice by "
+                    "cleanbuild.images.standin.make, the caller's PYTHONDONTWRITEBYTECODE unset (as nox runs the tests) "
+                    "then set, in a checkout before plan.STANDIN_ENV and in this one, in one run. Goal: one tar.",
+                    standin_env),
     "tier_cpu": ("Where the unit tier's CPU goes", "`nox -s tests`'s pytest run alone, for its wall and its CPU "
                  "seconds (the kernel's accounting of every process it started: git, tar and uv's binary included), "
                  "then under py-spy, which samples the workers and every Python process a test starts (a process "

@@ -7,7 +7,7 @@ the same tar gives the same image ID; `docker import`, used before, dated each i
 
 The archive itself is not pinned (snapshot.debian.org does not answer from CI's machines): what it served is
 recorded beside the tar (archive.json: each suite's Release file, every installed package's version, the tar's
-sha256), put in the image's labels (cleanbuild.core.metadata.STANDIN_*: the package versions and the tar's sha256,
+sha256, how its .pyc are checked), put in the image's labels (cleanbuild.core.metadata.STANDIN_*: the package versions and the tar's sha256,
 functions of its bytes, so they leave its digest reproducible; not the Release files' dates, which move every time
 the archive is published) and in the build report (cleanbuild.images.report.standin).
 
@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import shutil
+import tarfile
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -92,7 +93,26 @@ def archive(shown: str, tar: Path) -> dict[str, Any]:
         raise EnvironmentProblem("making the stand-in base failed because mmdebstrap's hook printed no Release file "
                                  "or no installed package. To fix, check that mmdebstrap runs its customize hooks.")
     return {"releases": sorted(releases, key=lambda r: r.get("codename", "")), "packages": packages,
-            "tar_sha256": f"sha256:{digest.hexdigest()}"}
+            "tar_sha256": f"sha256:{digest.hexdigest()}", "pyc": pyc_checks(tar)}
+
+
+# PEP 552: a .pyc's second 32-bit word says how it is checked against its source.
+PYC_FLAGS = {0: "source time", 1: "unchecked hash", 3: "checked hash"}
+
+
+def pyc_checks(tar: Path) -> dict[str, int]:
+    """How many .pyc in the tar are checked which way. py3compile under SOURCE_DATE_EPOCH writes checked-hash ones;
+    one checked by the source's time was written by the import system of a Python a maintainer script ran, which
+    the caller's environment turned on before plan.STANDIN_ENV (then the tar followed the caller)."""
+    found: dict[str, int] = {}
+    with tarfile.open(tar) as archive:
+        for member in archive:
+            handle = archive.extractfile(member) if member.isfile() and member.name.endswith(".pyc") else None
+            if handle is not None:
+                word = int.from_bytes(handle.read(8)[4:8], "little")
+                kind = PYC_FLAGS.get(word, f"flags {word}")
+                found[kind] = found.get(kind, 0) + 1
+    return dict(sorted(found.items()))
 
 
 def paragraphs(text: str) -> list[dict[str, str]]:

@@ -7,6 +7,7 @@ tests/integration/test_reproducible_digests.py.)"""
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import sys
@@ -163,3 +164,16 @@ def test_the_images_name_moves_with_mmdebstraps_environment(monkeypatch):
     before = standin_image(SPEC)
     monkeypatch.setattr(plan, "STANDIN_ENV", (*STANDIN_ENV[:-1], ("PYTHONDONTWRITEBYTECODE", "")))
     assert standin_image(SPEC) != before
+
+
+def test_the_record_counts_how_each_pyc_is_checked(tmp_path):
+    """PEP 552's flags word: 0 by the source's time (what a maintainer script's Python wrote), 3 a checked hash
+    (py3compile under SOURCE_DATE_EPOCH); other files are not read."""
+    tar = tmp_path / "base.tar"
+    with tarfile.open(tar, "w") as out:
+        for name, flags in (("a.pyc", 0), ("b.pyc", 3), ("c.pyc", 3), ("d.py", 0), ("e.pyc", 7)):
+            data = b"\xa7\r\r\n" + flags.to_bytes(4, "little") + b"\0" * 8
+            info = tarfile.TarInfo(f"./usr/lib/__pycache__/{name}")
+            info.size = len(data)
+            out.addfile(info, io.BytesIO(data))
+    assert standin.archive(SHOWN, tar)["pyc"] == {"checked hash": 2, "flags 7": 1, "source time": 1}
