@@ -6,9 +6,8 @@ images but those that hold the session's for the comparison (verify rebuilds eve
 stand-in base's name, the BuildKit cache, and the cache folder (verify gets one of its own, so mmdebstrap makes the
 stand-in's tar again and the build context is made again); its caller has PYTHONDONTWRITEBYTECODE the other way round
 from the session's build, which reached the stand-in's tar before cleanbuild.images.plan.STANDIN_ENV. Only the Debian
-archive, which no pin holds, survives;
-when it served other packages since the session's stand-in was made, the fixture says which moved and every test
-of the rebuild skips. Every unit and the stand-in must come out with the same digest, and the same closure (wheels
+archive, which no pin holds, survives; when it served other packages since the session's stand-in was made, the
+fixture says which moved and every test of the rebuild skips. Every unit and the stand-in must come out with the same digest, and the same closure (wheels
 manifests, installed files, RECORD hashes); when they do not, the comparisons (cleanbuild.images.reproduce: the
 first differing layer and file) are the failure message, and both are written to reports/reproducibility/. Pushed,
 the wheels, clean and candidate images keep their digests, and the candidate carries its SBOM and provenance as
@@ -62,9 +61,10 @@ def cold_rebuild(reproducible_engine, offline_builds, tmp_path_factory):
     the stand-in's under "standin-base"), and each one's image after `invoke verify` rebuilt the candidate on an
     engine where nothing a rebuild reads is left (wipe): every other name of every unit's key and the stand-in's
     name removed, the BuildKit cache pruned, and a cache folder of its own (so mmdebstrap makes the stand-in's tar and
-    the build context is made again), and PYTHONDONTWRITEBYTECODE the other way round (other_bytecode_setting). archives: what the Debian archive gave the session's stand-in and the
-    rebuild's (archive_of: their labels); cache: the rebuild's cache folder. The first images are held under names of their own meanwhile (the containerd store drops an
-    image that loses its last name; verify is given the held candidate); the session's names point at them again
+    the build context is made again), and PYTHONDONTWRITEBYTECODE the other way round (other_bytecode_setting).
+    archives: what the Debian archive gave the session's stand-in and the rebuild's (archive_of: their labels); cache:
+    the rebuild's cache folder. The first images are held under names of their own meanwhile (the containerd store
+    drops an image that loses its last name; verify is given the held candidate); the session's names point at them again
     afterwards. Other units' images that share a key (the gfx942 variant's wheels) lose their names too: the tests
     that use this are marked wipes_engine and run after every other test of the tier (tests/conftest.py)."""
     client = reproducible_engine
