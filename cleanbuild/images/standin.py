@@ -7,9 +7,9 @@ the same tar gives the same image ID; `docker import`, used before, dated each i
 
 The archive itself is not pinned (snapshot.debian.org does not answer from CI's machines): what it served is
 recorded beside the tar (archive.json: each suite's Release file, every installed package's version, the tar's
-sha256, how its .pyc are checked), put in the image's labels (cleanbuild.core.metadata.STANDIN_*: the package versions and the tar's sha256,
-functions of its bytes, so they leave its digest reproducible; not the Release files' dates, which move every time
-the archive is published) and in the build report (cleanbuild.images.report.standin).
+sha256, how its .pyc are checked), put in the image's labels (cleanbuild.core.metadata.STANDIN_*: the package
+versions and the tar's sha256, functions of its bytes, so they leave its digest reproducible; not the Release files'
+dates, which move every time the archive is published) and in the build report (cleanbuild.images.report.standin).
 
 The cache folder: <cache>/standin/<tag>/ holds context/base.tar (the build's whole context), archive.json and the
 build's log; it is made in a temporary folder and renamed into place, so a half-made tar is never built from.

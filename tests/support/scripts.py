@@ -14,18 +14,20 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
 def load_script(name: str) -> ModuleType:
     """docker/scripts/<name>.py as a module named <name>_under_test (never on sys.path)."""
-    spec = importlib.util.spec_from_file_location(f"{name}_under_test", SCRIPTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _load(SCRIPTS / f"{name}.py", f"{name}_under_test", register=False)
 
 
 def load_bench(name: str) -> ModuleType:
     """benchmarks/<name>.py as a module named bench_<name>, registered in sys.modules (a dataclass resolves its
     annotations there)."""
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    return _load(BENCH / f"{name}.py", f"bench_{name}", register=True)
+
+
+def _load(path: Path, name: str, *, register: bool) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
+    if register:
+        sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
