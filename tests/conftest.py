@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from cleanbuild.upstream.profiles import PROFILE_DIR
+from tests.support import exit_hooks
 from tests.support.upstream import upstream_dir
 
 # Fixtures that test folders share: the collect stage of the wheels step, the local registry, aiter's real hsa/.
@@ -29,6 +30,19 @@ def pytest_configure(config) -> None:
 def pytest_collection_modifyitems(config, items) -> None:
     """The tests that empty the engine run last, so none after them builds again what they removed."""
     items.sort(key=lambda item: item.get_closest_marker("wipes_engine") is not None)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _torch_can_exit():
+    """At the end of each process of the tier (every xdist worker): no op that torch's exit hook would fail on
+    (tests/support/exit_hooks.py). A test that loads aiter's source in this process instead of a process of its
+    own (tests/support/aiter_loaded.py) errors here, not as a traceback after the summary."""
+    yield
+    held = exit_hooks.held_here()
+    if held:
+        pytest.fail(f"this process holds torch ops its exit hook cannot take down: {', '.join(held)}. To fix, load "
+                    "aiter's source in a process of its own that leaves by os._exit (tests/support/aiter_loaded.py).",
+                    pytrace=False)
 
 
 def _engine_problem() -> str | None:
