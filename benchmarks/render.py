@@ -260,6 +260,13 @@ def payload(result: list) -> Rows:
     return rows
 
 
+def payload_scan(r: dict) -> Rows:
+    return [(f"{side} ({r[side]['checkout']})", f"median {seconds(r[side]['median_cpu_s'])} of CPU "
+             f"(rounds: {', '.join(f'{s:.3f}' for s in r[side]['cpu_s'])} s)") for side in ("before", "after")] + [
+        ("the tree", f"{r['files_read']:,} files read, {r['pieces']:,} pieces of GPU code; the same manifest and "
+                     f"pieces from both: {'yes' if r['same_answer'] else 'no'}")]
+
+
 BENCHMARKS: dict[str, tuple[str, str, Callable[[dict], Rows]]] = {
     "single": ("One variant, cold", "The build steps of gfx950 CK-free from nothing.", single),
     "noop": ("Nothing changed", "The same build steps again: every image reused by its key.", noop),
@@ -303,6 +310,10 @@ BENCHMARKS: dict[str, tuple[str, str, Callable[[dict], Rows]]] = {
                 "bytes (validation.payload): before the clean step (what aiter's wheel carries, the image's kept plus "
                 "left-out bytes) and after (the image), and the reader's wall time over the whole image in a "
                 "container.", payload),
+    "payload_scan": ("The payload reader's CPU", "validation.payload.scan over aiter's hsa/ at the pin under an "
+                     "image-like site-packages and the host's own site-packages (torch, triton), each checkout's "
+                     "reader in a process of its own, in alternating rounds (benchmarks/payload_scan.py).",
+                     payload_scan),
     "ci": ("CI", "What CI runs, on a fresh clone.", ci),
     "tiers": ("Test tiers", "The everyday tier before and after pytest-xdist and the slow tests' cuts (issue 46), "
               "the typecheck and the integration tier. Goal: the unit tier under 60 s of pytest (not met), a fresh "

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -42,10 +43,11 @@ class Piece:
     compression: str | None = None  # a CCOB bundle's method
 
 
-def read(path: Path, size: int) -> list[Piece]:
+def read(path: Path | str, size: int) -> list[Piece]:
     """The pieces in one regular file; [] when it holds no GPU code; Malformed (one line) when it claims a format
-    and breaks it; OSError when it cannot be read."""
-    with path.open("rb") as fh:
+    and breaks it; OSError when it cannot be read. A str path is read as it is (a scan opens 30,000 files, most of
+    them no GPU code: no pathlib object for those)."""
+    with open(path, "rb") as fh:
         head = fh.read(HEAD)
         header = parse_header(head)
         if header is not None:
@@ -98,20 +100,25 @@ def _pieces(bundle: Bundle) -> list[Piece]:
     return out
 
 
-def _named(path: Path, size: int) -> list[Piece]:
+def _named(path: Path | str, size: int) -> list[Piece]:
     """A kernel library's data file, by the arch in its name: counted, marked named-only."""
-    if not KERNEL_LIBRARIES & {p.lower() for p in path.parts}:
+    parts = os.fspath(path).split(os.sep)
+    if not KERNEL_LIBRARIES & {p.lower() for p in parts}:
         return []
-    arch = name_arch(path.name)
+    arch = name_arch(parts[-1])
     return [Piece(arch, arch, size, "named")] if arch else []
 
 
 def name_arch(name: str) -> str | None:
     """The arch a file or folder name carries (gfx942 in TensileLibrary_gfx942.dat, gfx90a in gfx90a68.kdb)."""
     token = ARCH_TOKEN.search(name)
-    if not token:
-        return None
-    return next((a for a in ARCH_NAMES if token.group().startswith(a)), None)
+    return _token_arch(token.group()) if token else None
+
+
+@functools.cache
+def _token_arch(token: str) -> str | None:
+    """The longest arch name a gfx token starts with; a tree holds few tokens and thousands of names carrying one."""
+    return next((a for a in ARCH_NAMES if token.startswith(a)), None)
 
 
 def file_size(path: Path) -> int:

@@ -60,23 +60,25 @@ def scan(roots: Iterable[Path], *, root: Path = Path("/"), ours: tuple[str, ...]
     return out
 
 
-def _read_one(path: Path, size: int, out: Scan, owners: Owners, root: Path, ours: tuple[str, ...]) -> None:
+def _read_one(path: str, size: int, out: Scan, owners: Owners, root: Path, ours: tuple[str, ...]) -> None:
     try:
         pieces = read(path, size)
     except Malformed as exc:
-        out.unknown.append({"path": shown(path, root), "why": str(exc)})
+        out.unknown.append({"path": shown(Path(path), root), "why": str(exc)})
         return
     except OSError as exc:
-        out.unknown.append({"path": shown(path, root), "why": _os_why(exc)})
+        out.unknown.append({"path": shown(Path(path), root), "why": _os_why(exc)})
         return
-    where = shown(path, root)  # only here: most files hold no GPU code, and a tree can hold 30,000 of them
+    if not pieces:
+        return
+    where = shown(Path(path), root)  # only here: most files hold no GPU code, and a tree can hold 30,000 of them
+    owner, arch = owners.of(Path(path)), folder_arch(where)
     for piece in pieces:
-        owner = owners.of(path)
-        out.found.append(Found(where, piece, owner, family(where, owner), folder_arch(where),
+        out.found.append(Found(where, piece, owner, family(where, owner), arch,
                                any(where == p or where.startswith(p + "/") for p in ours)))
 
 
-def _files(top: Path, out: Scan, root: Path) -> Iterator[tuple[Path, os.stat_result]]:
+def _files(top: Path, out: Scan, root: Path) -> Iterator[tuple[str, os.stat_result]]:
     """Regular files under top with their stat, symlinks not followed; a symlink loop and an unreadable folder
     are listed."""
     def failed(exc: OSError) -> None:
@@ -85,7 +87,7 @@ def _files(top: Path, out: Scan, root: Path) -> Iterator[tuple[Path, os.stat_res
     if top.is_file() and not top.is_symlink():
         st = _regular(str(top), out, root)
         if st is not None:
-            yield top, st
+            yield str(top), st
         return
     for folder, dirs, files in os.walk(top, onerror=failed):
         dirs.sort()
@@ -93,7 +95,7 @@ def _files(top: Path, out: Scan, root: Path) -> Iterator[tuple[Path, os.stat_res
             path = os.path.join(folder, name)
             st = _regular(path, out, root)
             if st is not None:
-                yield Path(path), st
+                yield path, st
 
 
 def _regular(path: str, out: Scan, root: Path) -> os.stat_result | None:
@@ -122,8 +124,11 @@ def _os_why(exc: OSError) -> str:
 
 
 def shown(path: Path, root: Path) -> str:
-    if root == Path("/"):
-        return str(path)
+    text, top = str(path), str(root)
+    if top == "/":
+        return text
+    if text.startswith(top + "/"):  # what relative_to gives, without pathlib's parsing (once a file read)
+        return text[len(top):]
     try:
         return "/" + str(path.relative_to(root))
     except ValueError:
@@ -153,8 +158,21 @@ class Owners:
     def __init__(self, root: Path):
         self.root = root
         self._by_site: dict[Path, dict[str, str]] = {}
+        self._by_folder: dict[str, str] = {}
 
     def of(self, path: Path) -> str:
+        """Every file of a folder below a site's top level has that folder's owner: asked once a folder."""
+        folder = os.path.dirname(path)
+        owner = self._by_folder.get(folder)
+        if owner is None:
+            owner = self._of(path)
+            parts = path.parts
+            site_at = next((i for i, p in enumerate(parts) if p in SITE_DIRS), None)
+            if site_at is None or site_at + 2 < len(parts):  # not a file at a site's top (whose own name counts)
+                self._by_folder[folder] = owner
+        return owner
+
+    def _of(self, path: Path) -> str:
         parts = path.parts
         site_at = next((i for i, p in enumerate(parts) if p in SITE_DIRS), None)
         if site_at is None or site_at + 1 >= len(parts):
