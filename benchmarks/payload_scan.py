@@ -3,7 +3,7 @@
 
     python benchmarks/payload_scan.py --before CLONE [--rounds 3] [--no-record]
 
-The tree: aiter's hsa/ at the profiles' pin (2,978 files, read from the mirror, $ATOM_BUILD_MIRROR or
+The tree: aiter's hsa/ at the offline profile's pin (2,978 files, read from the mirror, $ATOM_BUILD_MIRROR or
 ../shared/upstream) under an image-like site-packages, beside this interpreter's own site-packages (torch, triton:
 the bulk of an image's /opt/venv). Each round scans it once with each checkout's `validation.payload.scan` in a
 process of its own (before first in odd rounds), and checks that both give the same manifest and the same pieces.
@@ -26,10 +26,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
-from results_file import record  # noqa: E402
+sys.path[:0] = [str(ROOT), str(HERE)]
+from results_file import record  # noqa: E402  (benchmarks/, the script's folder)
 
-AITER_PIN = "79366eb81451e20bc206f63ab56cae8c63c927ed"  # the profiles' aiter pin (cleanbuild/profiles/default.toml)
+from cleanbuild.upstream import profiles  # noqa: E402
+
 # Run with the checkout first on sys.path: its validation/ is the one timed. Prints one JSON object.
 PROBE = """
 import hashlib, json, sys, time
@@ -52,7 +53,8 @@ def tree(dest: Path) -> list[Path]:
     mirror = Path(os.environ.get("ATOM_BUILD_MIRROR") or ROOT.parent / "shared" / "upstream") / "aiter.git"
     site = dest / "opt" / "venv" / "lib" / "python3.12" / "site-packages" / "aiter_meta"
     site.mkdir(parents=True)
-    archive = subprocess.run(["git", "-c", "safe.directory=*", f"--git-dir={mirror}", "archive", AITER_PIN, "hsa"],  # noqa: S603,S607
+    pin = str(profiles.load("offline").component("aiter").get("ref"))
+    archive = subprocess.run(["git", "-c", "safe.directory=*", f"--git-dir={mirror}", "archive", pin, "hsa"],  # noqa: S603,S607
                              capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(site)], input=archive, check=True)  # noqa: S603,S607
     return [dest / "opt", Path(sysconfig.get_paths()["purelib"])]

@@ -7,9 +7,10 @@ stand-in base's name, the BuildKit cache, and the cache folder (verify gets one 
 stand-in's tar again and the build context is made again); its caller has PYTHONDONTWRITEBYTECODE the other way round
 from the session's build, which reached the stand-in's tar before cleanbuild.images.plan.STANDIN_ENV. Only the Debian
 archive, which no pin holds, survives; when it served other packages since the session's stand-in was made, the
-fixture says which moved and every test of the rebuild skips. Every unit and the stand-in must come out with the same digest, and the same closure (wheels
-manifests, installed files, RECORD hashes); when they do not, the comparisons (cleanbuild.images.reproduce: the
-first differing layer and file) are the failure message, and both are written to reports/reproducibility/. Pushed,
+fixture says which moved and every test of the rebuild skips. Every unit and the stand-in must come out with the
+same digest, and the same closure (wheels manifests, installed files, RECORD hashes); when they do not, the
+comparisons (cleanbuild.images.reproduce: the first differing layer and file) are the failure message, and both are
+written to reports/reproducibility/. Pushed,
 the wheels, clean and candidate images keep their digests, and the candidate carries its SBOM and provenance as
 attestations. `invoke verify` of an image changed after the build names the first differing layer and file.
 

@@ -95,3 +95,18 @@ def test_the_fat_binary_section_is_where_llvm_readelf_puts_it(fixture, so):
     with path.open("rb") as fh:
         found = sections(fh, parse_header(fh.read(64)), path.stat().st_size)
     assert found[".hip_fatbin"] == _readelf_section(fixture, so, ".hip_fatbin")
+
+
+def test_each_file_at_a_sites_top_keeps_its_own_owner(hsa, tmp_path):
+    """The owner is asked once a folder, except at a site's top, where each file's own name is what RECORD lists."""
+    site = tmp_path / "opt" / "venv" / "lib" / "python3.12" / "site-packages"
+    code = next(p for p in sorted(hsa.rglob("*.co")) if p.is_file()).read_bytes()
+    for dist, files in (("alpha", ["a.co", "pkg/x.co", "pkg/y.co"]), ("beta", ["b.co"])):
+        for name in files:
+            (site / name).parent.mkdir(parents=True, exist_ok=True)
+            (site / name).write_bytes(code)
+        info = site / f"{dist}-1.0.dist-info"
+        info.mkdir()
+        (info / "RECORD").write_text("".join(f"{name},,\n" for name in files))
+    owners = {f.path.rsplit("/", 1)[1]: f.owner for f in scan([site], root=tmp_path).found}
+    assert owners == {"a.co": "alpha", "b.co": "beta", "x.co": "alpha", "y.co": "alpha"}

@@ -71,8 +71,9 @@ def _read_one(path: str, size: int, out: Scan, owners: Owners, root: Path, ours:
         return
     if not pieces:
         return
-    where = shown(Path(path), root)  # only here: most files hold no GPU code, and a tree can hold 30,000 of them
-    owner, arch = owners.of(Path(path)), folder_arch(where)
+    file = Path(path)  # only here: most files hold no GPU code, and a tree can hold 30,000 of them
+    where = shown(file, root)
+    owner, arch = owners.of(file), folder_arch(where)
     for piece in pieces:
         out.found.append(Found(where, piece, owner, family(where, owner), arch,
                                any(where == p or where.startswith(p + "/") for p in ours)))
@@ -165,16 +166,14 @@ class Owners:
         folder = os.path.dirname(path)
         owner = self._by_folder.get(folder)
         if owner is None:
-            owner = self._of(path)
             parts = path.parts
             site_at = next((i for i, p in enumerate(parts) if p in SITE_DIRS), None)
+            owner = self._of(path, parts, site_at)
             if site_at is None or site_at + 2 < len(parts):  # not a file at a site's top (whose own name counts)
                 self._by_folder[folder] = owner
         return owner
 
-    def _of(self, path: Path) -> str:
-        parts = path.parts
-        site_at = next((i for i, p in enumerate(parts) if p in SITE_DIRS), None)
+    def _of(self, path: Path, parts: tuple[str, ...], site_at: int | None) -> str:
         if site_at is None or site_at + 1 >= len(parts):
             return _folder(shown(path, self.root))
         site = Path(*parts[:site_at + 1])
