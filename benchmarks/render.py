@@ -318,7 +318,7 @@ BENCHMARKS: dict[str, tuple[str, str, Callable[[dict], Rows]]] = {
     "tiers": ("Test tiers", "The everyday tier before and after pytest-xdist and the slow tests' cuts (issue 46), "
               "the typecheck and the integration tier. Goal: the unit tier under 60 s of pytest (not met), a fresh "
               "clone's `bash .ci/run` under 25 minutes on an emptied engine (met at 0491cc5, 1175fab, cbc49a6, f4fc2e8, "
-              "7fbff9e, 6b2c8ff and ebffbc1; 25.5 min at e99c2f6 half an hour before cbc49a6's 23.8).", tiers),
+              "7fbff9e, 6b2c8ff, ebffbc1 and 87f0239; 25.5 min at e99c2f6 half an hour before cbc49a6's 23.8).", tiers),
     "standin_env": ("The stand-in's tar and the caller's environment", "The offline stand-in's tar made twice by "
                     "cleanbuild.images.standin.make, the caller's PYTHONDONTWRITEBYTECODE unset (as nox runs the tests) "
                     "then set, in a checkout before plan.STANDIN_ENV and in this one, in one run. Goal: one tar.",
