@@ -267,6 +267,15 @@ def payload_scan(r: dict) -> Rows:
                      f"pieces from both: {'yes' if r['same_answer'] else 'no'}")]
 
 
+def tier_gc(r: dict) -> Rows:
+    rows: Rows = []
+    for mode, m in r["medians"].items():
+        rows += [(f"{mode}: the collector, in the workers", f"{seconds(m['workers_gc_s'])} "
+                  f"({m['collections']:,.0f} collections); the workers' CPU {seconds(m['workers_cpu_s'])}"),
+                 (f"{mode}: the tier", f"wall {seconds(m['wall_s'])}; CPU of every process {seconds(m['cpu_s'])}")]
+    return rows
+
+
 BENCHMARKS: dict[str, tuple[str, str, Callable[[dict], Rows]]] = {
     "single": ("One variant, cold", "The build steps of gfx950 CK-free from nothing.", single),
     "noop": ("Nothing changed", "The same build steps again: every image reused by its key.", noop),
@@ -328,6 +337,10 @@ BENCHMARKS: dict[str, tuple[str, str, Callable[[dict], Rows]]] = {
                  "then under py-spy, which samples the workers and every Python process a test starts (a process "
                  "waiting for a core counts: read the samples as shares). A test module's import (collection) "
                  "counts for its file.", tier_cpu),
+    "tier_gc": ("The unit tier's garbage collector", "`nox -s tests`'s pytest run with CPython's collector settings "
+                "(tests/support/gc_tuning.py blocked) and with the tier's (the survivors of collection frozen, the "
+                "youngest generation collected every 50,000 allocations), in alternating order; a meter in each "
+                "worker adds up the seconds inside collections (benchmarks/tier_gc.py). Medians.", tier_gc),
 }
 
 

@@ -97,12 +97,14 @@ def parse(raw: str, rate: int) -> Profile:
     return profile
 
 
-def tier(prefix: list[str]) -> tuple[float, float, str]:
-    """The tier, after prefix (py-spy's argv, or nothing): (wall seconds, CPU seconds of every process it started,
-    prefix included, pytest's summary line)."""
-    env = {**os.environ, "ATOM_BUILD_MIRROR": os.environ.get("ATOM_BUILD_MIRROR", str(ROOT.parent / "shared" / "upstream"))}
+def tier(prefix: list[str], extra: tuple[str, ...] = (), env_extra: dict[str, str] | None = None,
+         ) -> tuple[float, float, str]:
+    """The tier, after prefix (py-spy's argv, or nothing) and with pytest's extra arguments: (wall seconds, CPU
+    seconds of every process it started, prefix included, pytest's summary line)."""
+    env = {**os.environ, "ATOM_BUILD_MIRROR": os.environ.get("ATOM_BUILD_MIRROR", str(ROOT.parent / "shared" / "upstream")),
+           **(env_extra or {})}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as nox -s tests runs it (noxfile.BYTECODE)
-    argv = [*prefix, sys.executable, "-m", "pytest", "-m", "not docker", *tier_args(ROOT)]
+    argv = [*prefix, sys.executable, "-m", "pytest", "-m", "not docker", *extra, *tier_args(ROOT)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)  # noqa: S603

@@ -14,8 +14,10 @@ from cleanbuild.upstream.profiles import PROFILE_DIR
 from tests.support import exit_hooks
 from tests.support.upstream import upstream_dir
 
-# Fixtures that test folders share: the collect stage of the wheels step, the local registry, aiter's real hsa/.
-pytest_plugins = ["tests.support.collect_stage", "tests.support.registry", "tests.support.gpucode"]
+# Fixtures that test folders share: the collect stage of the wheels step, the local registry, aiter's real hsa/;
+# and the garbage collector's settings of every process that runs tests (gc_tuning).
+pytest_plugins = ["tests.support.collect_stage", "tests.support.registry", "tests.support.gpucode",
+                  "tests.support.gc_tuning"]
 MIRROR_ENV = "ATOM_BUILD_MIRROR"  # cleanbuild.upstream.mirror.ENV
 MIRROR_DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "upstream"
 
