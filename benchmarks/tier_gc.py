@@ -65,7 +65,7 @@ def main() -> int:
         for mode in (("defaults", "tuned") if i % 2 == 0 else ("tuned", "defaults")):
             runs.append(one(mode))
             print(json.dumps(runs[-1]), flush=True)
-    medians = {mode: {key: statistics.median(r[key] for r in runs if r["mode"] == mode)
+    medians = {mode: {key: round(statistics.median(r[key] for r in runs if r["mode"] == mode), 2)
                       for key in ("wall_s", "cpu_s", "workers_gc_s", "collections", "workers_cpu_s")}
                for mode in MODES}
     print(json.dumps(medians))
