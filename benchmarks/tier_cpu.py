@@ -148,15 +148,20 @@ def main() -> int:
     for name, secs in files:
         print(f"{secs:7.1f} s  {name}")
     if not args.no_record:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,  # noqa: S603,S607
-                                check=False).stdout.strip()
-        record(HERE / "results.json", "tier_cpu", {
-            "date": dt.date.today().isoformat(), "checkout": commit, "engine": "none (the everyday tier needs none)",
-            "command": f"python benchmarks/tier_cpu.py --rate {args.rate} --top {args.top}",
-            "result": {"summary": summary, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "sampled_s": sampled,
-                       "spy_summary": spy_summary, "spy_wall_s": round(spy_wall, 1),
-                       "kinds": [list(k) for k in kinds], "files": [list(f) for f in files]}})
+        record_tier_row("tier_cpu", f"python benchmarks/tier_cpu.py --rate {args.rate} --top {args.top}", {
+            "summary": summary, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "sampled_s": sampled,
+            "spy_summary": spy_summary, "spy_wall_s": round(spy_wall, 1), "kinds": [list(k) for k in kinds],
+            "files": [list(f) for f in files]})
     return 0
+
+
+def record_tier_row(name: str, command: str, result: dict) -> None:
+    """results.json's row `name` for a run of the everyday tier at this checkout (the tier needs no engine)."""
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,  # noqa: S603,S607
+                            check=False).stdout.strip()
+    record(HERE / "results.json", name, {"date": dt.date.today().isoformat(), "checkout": commit,
+                                         "engine": "none (the everyday tier needs none)", "command": command,
+                                         "result": result})
 
 
 if __name__ == "__main__":

@@ -4,21 +4,18 @@
     python benchmarks/tier_gc.py [--rounds 2] [--no-record]
 
 Runs `pytest -m "not docker"` with this checkout's `nox -s tests` arguments (noxfile.py's TIER list), in alternating
-order: "defaults" blocks the plugin (`-p no:tests.support.gc_tuning`), "tuned" runs the tier as it is (both leave
-out the test that the tier runs with its settings). A meter
-(benchmarks/gc_meter.py, gc.callbacks) in every worker adds up the time inside collections. Prints each run and
-records the medians in results.json ("tier_gc"): the collector's seconds and the CPU of the workers, the wall and
-the CPU of every process of the tier. The wall moves about 10 % on this machine from one run to the next; the
-collector's seconds are the steadier number.
+order: "defaults" blocks the plugin (`-p no:tests.support.gc_tuning`), "tuned" runs the tier as it is; both leave out
+the test that the tier runs with its settings. A meter in every worker (benchmarks/gc_meter.py, gc.callbacks) adds
+up the time inside collections. Prints each run and records the medians in results.json ("tier_gc"): the
+collector's seconds and the CPU of the workers, the wall and the CPU of every process of the tier. The wall moves
+about 10 % on this machine from one run to the next; the collector's seconds are the steadier number.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -27,8 +24,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path[:0] = [str(ROOT), str(HERE)]
 
-from results_file import record  # noqa: E402  (benchmarks/, the script's folder)
-from tier_cpu import tier  # noqa: E402
+from tier_cpu import record_tier_row, tier  # noqa: E402  (benchmarks/, the script's folder)
 
 MODES = {"defaults": ("-p", "no:tests.support.gc_tuning"), "tuned": ()}
 # The test that the tier runs with its settings fails, as it should, where they are blocked: left out of both runs.
@@ -70,12 +66,8 @@ def main() -> int:
                for mode in MODES}
     print(json.dumps(medians))
     if not args.no_record:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,  # noqa: S603,S607
-                                check=False).stdout.strip()
-        record(HERE / "results.json", "tier_gc", {
-            "date": dt.date.today().isoformat(), "checkout": commit, "engine": "none (the everyday tier needs none)",
-            "command": f"python benchmarks/tier_gc.py --rounds {args.rounds}",
-            "result": {"medians": medians, "runs": runs}})
+        record_tier_row("tier_gc", f"python benchmarks/tier_gc.py --rounds {args.rounds}",
+                        {"medians": medians, "runs": runs})
     return 0
 
 
