@@ -21,9 +21,7 @@ import pytest
 from validation.audit.context import Context
 
 REPO = Path(__file__).resolve().parents[2]
-AITER_REV = "79366eb81451e20bc206f63ab56cae8c63c927ed"
 AITER_OLD_REV = "9e7220b1ba339ea7fbfe9aa7169f75aa4ae9035e"  # 2026-01: jit/core.py still raises SystemExit
-ATOM_REV = "181b0f46dfd783bfc083f42d88b3de59f02171bf"
 
 
 def upstream_dir() -> Path:

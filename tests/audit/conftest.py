@@ -5,22 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from audit_helpers import (
-    AITER_REV,
-    ATOM_REV,
-    apply_patches,
-    export,
-    install_tree,
-    site_copy,
-)
+from audit_helpers import apply_patches, export, install_tree, site_copy
+
+from tests.support.upstream import AITER_PIN, ATOM_PIN
 
 
 @pytest.fixture(scope="session")
 def upstream_packages(tmp_path_factory) -> Path:
-    """aiter/ at 79366eb8 and atom/ at 181b0f46, as plain folders (copy them before changing anything)."""
+    """aiter/ and atom/ at the profiles' pins, as plain folders (copy them before changing anything)."""
     out = tmp_path_factory.mktemp("upstream")
-    export("aiter", AITER_REV, "aiter", out)
-    export("atom", ATOM_REV, "atom", out)
+    export("aiter", AITER_PIN, "aiter", out)
+    export("atom", ATOM_PIN, "atom", out)
     return out
 
 

@@ -23,11 +23,10 @@ from cleanbuild.core.errors import Interrupted
 from cleanbuild.images import pipeline, sbom, steps
 from tests.support.builds import REPO, offline_plan
 from tests.support.tiny_model import make_tiny_model
+from tests.support.upstream import AITER_PIN, ATOM_PIN
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 RUN = os.urandom(3).hex()  # tags from earlier runs must not satisfy (or fail) these assertions
-AITER_REF = "79366eb81451e20bc206f63ab56cae8c63c927ed"
-ATOM_REF = "181b0f46dfd783bfc083f42d88b3de59f02171bf"
 
 
 def invoke(*args: str, env: dict | None = None, timeout: int = 1800) -> subprocess.CompletedProcess:
@@ -70,8 +69,8 @@ def test_build_clean_tags_and_reports(docker_engine, offline_builds, model, arch
     assert report["status"] == "passed" and report["tag"] == released[0]
     assert [s["name"] for s in report["steps"]] == ["preflight", "prepare", "wheels", "clean", "patch", "validate",
                                                    "smoke", "tag", "report"]
-    assert report["sources"]["aiter"]["sha"] == AITER_REF and report["sources"]["atom"]["sha"] == ATOM_REF
-    assert report["versions"]["commits"]["aiter"]["sha"] == AITER_REF
+    assert report["sources"]["aiter"]["sha"] == AITER_PIN and report["sources"]["atom"]["sha"] == ATOM_PIN
+    assert report["versions"]["commits"]["aiter"]["sha"] == AITER_PIN
     assert report["lock_sha256"].startswith("sha256:") and report["wheels_manifest_digest"].startswith("sha256:")
     assert report["image_size_bytes"] > 0 and report["largest_layers"] and report["total_seconds"] > 0
     assert any("AITER_TRITON_ONLY" in s for s in report["offline_substitutes"])
@@ -94,7 +93,7 @@ def test_build_clean_tags_and_reports(docker_engine, offline_builds, model, arch
     bom = json.loads((folder / "sbom.cdx.json").read_text())
     commits = {c["name"]: p["value"] for c in bom["components"] for p in c.get("properties", [])
                if p["name"] == "io.atom-build:commit"}
-    assert (commits["amd-aiter"], commits["atom"]) == (AITER_REF, ATOM_REF)
+    assert (commits["amd-aiter"], commits["atom"]) == (AITER_PIN, ATOM_PIN)
     reproducible = engine.preflight(docker_engine, 1.0).reproducible
     assert report["attestations"] == ([sbom.SBOM, sbom.PROVENANCE] if reproducible else [])
     finding = audit_image.supply_chain_finding(report["image_id"], REPO / "reports")

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-AITER_PIN = "79366eb81451e20bc206f63ab56cae8c63c927ed"
+from tests.support.upstream import AITER_PIN
+
 FIXTURE_ENV = "ATOM_BUILD_HIP_FIXTURE"
 FIXTURE_DEFAULT = Path("/var/cache/atom-build/hip-fixture")
 MIRROR = Path(__file__).resolve().parents[3] / "shared" / "upstream"

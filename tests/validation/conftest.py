@@ -13,6 +13,7 @@ import pytest
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
+from tests.support.upstream import AITER_PIN  # noqa: E402 - the profiles' pin (tests/upstream/test_profiles.py)
 from tests.support.wheels import pip_download  # noqa: E402
 from validation.archs import get as get_arch  # noqa: E402 - after TRITON_INTERPRET on purpose
 from validation.checks.context import Context  # noqa: E402
@@ -21,7 +22,6 @@ from validation.device import detect  # noqa: E402
 REPO = Path(__file__).resolve().parents[2]
 AITER_WHEEL = "amd-aiter==0.1.7.post2.dev18"
 WHEEL_CACHE = REPO / ".cache" / "pypi"
-AITER_PIN = "79366eb81451e20bc206f63ab56cae8c63c927ed"  # aiter the image builds (2026-08-03)
 
 
 def pytest_configure(config):
