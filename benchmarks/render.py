@@ -326,10 +326,10 @@ BENCHMARKS: dict[str, tuple[str, str, Callable[[dict], Rows]]] = {
     "ci": ("CI", "What CI runs, on a fresh clone.", ci),
     "tiers": ("Test tiers", "The everyday tier before and after pytest-xdist, the slow tests' cuts and the tier's "
               "garbage collector settings (issue 46), the typecheck and the integration tier. Goal: the unit tier "
-              "under 60 s of pytest in a fresh clone (met at 34290a4: 53.54 s; 62.47 s at 56a70eb, started right "
-              "after emptying the engine), a fresh clone's `bash .ci/run` under 25 minutes on an emptied engine (met "
-              "at 0491cc5, 1175fab, cbc49a6, f4fc2e8, 7fbff9e, 6b2c8ff, ebffbc1, 87f0239, 56a70eb and 34290a4; 25.5 "
-              "min at e99c2f6 half an hour before cbc49a6's 23.8).", tiers),
+              "under 60 s of pytest in a fresh clone (met at 15f77c6: 51.33 s, and 34290a4: 53.54 s; 62.47 s at 56a70eb, "
+              "started right after emptying the engine), a fresh clone's `bash .ci/run` under 25 minutes on an "
+              "emptied engine (met at 0491cc5, 1175fab, cbc49a6, f4fc2e8, 7fbff9e, 6b2c8ff, ebffbc1, 87f0239, 56a70eb, "
+              "34290a4 and 15f77c6; 25.5 min at e99c2f6 half an hour before cbc49a6's 23.8).", tiers),
     "standin_env": ("The stand-in's tar and the caller's environment", "The offline stand-in's tar made twice by "
                     "cleanbuild.images.standin.make, the caller's PYTHONDONTWRITEBYTECODE unset (as nox runs the tests) "
                     "then set, in a checkout before plan.STANDIN_ENV and in this one, in one run. Goal: one tar.",
