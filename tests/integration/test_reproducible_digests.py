@@ -10,9 +10,9 @@ archive, which no pin holds, survives; when it served other packages since the s
 fixture says which moved and every test of the rebuild skips. Every unit and the stand-in must come out with the
 same digest, and the same closure (wheels manifests, installed files, RECORD hashes); when they do not, the
 comparisons (cleanbuild.images.reproduce: the first differing layer and file) are the failure message, and both are
-written to reports/reproducibility/. Pushed,
-the wheels, clean and candidate images keep their digests, and the candidate carries its SBOM and provenance as
-attestations. `invoke verify` of an image changed after the build names the first differing layer and file.
+written to reports/reproducibility/. Pushed, the wheels, clean and candidate images keep their digests, and the
+candidate carries its SBOM and provenance as attestations. `invoke verify` of an image changed after the build names
+the first differing layer and file.
 
 One rebuild from nothing serves all of these. Its tests are marked wipes_engine, so they run after every other
 test of the tier (tests/conftest.py) and no later test has to build again what the wipe removed. The one test here
