@@ -3,10 +3,13 @@ lint, typecheck, validate, upstream."""
 
 from __future__ import annotations
 
+import locale
+import os
 import sys
 from pathlib import Path
 
 import nox
+from packaging.requirements import Requirement
 
 nox.needs_version = ">=2025.2.9"
 nox.options.sessions = ["lint", "typecheck", "tests"]
@@ -16,8 +19,50 @@ nox.options.reuse_existing_virtualenvs = True
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 
 
+# The CPU torch the validation group pins (torch==X+cpu) lives on PyTorch's CPU index, not on PyPI (whose torch of the
+# same number is the CUDA build). One override, for a mirror of that index or a folder holding the wheel; the offline
+# profile's prepare step reads the same variable (cleanbuild.upstream.wheelindex).
+TORCH_INDEX_ENV = "ATOM_BUILD_TORCH_INDEX"
+TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
 def _install(session: nox.Session, *groups: str) -> None:
-    session.install("-e", ".", *nox.project.dependency_groups(PYPROJECT, *groups))
+    requirements = nox.project.dependency_groups(PYPROJECT, *groups)
+    for requirement in requirements:
+        if Requirement(requirement).name == "torch":
+            _install_torch(session, requirement)
+    session.install("-e", ".", *requirements)
+
+
+def _utf8_where_the_path_needs_it() -> None:
+    """The editable install's .pth holds this checkout's path, and both setuptools (writing it) and site.py (reading
+    it at every start) use the locale's own encoding, not UTF-8 mode's: under LC_ALL=C a path with a letter outside
+    ASCII breaks every Python the sessions start. Then C.UTF-8 (glibc 2.35+), the C locale with UTF-8 text."""
+    try:
+        str(Path.cwd()).encode(locale.getencoding())
+    except UnicodeEncodeError:
+        os.environ["LC_ALL"] = "C.UTF-8"
+
+
+_utf8_where_the_path_needs_it()
+
+
+def torch_install_args(requirement: str, where: str) -> list[str]:
+    """pip install's arguments for torch alone from where: only that index, or only that folder."""
+    source = ["--index-url", where] if "://" in where else ["--no-index", "--find-links", where]
+    return ["-qqq", "--no-deps", *source, requirement]
+
+
+def _install_torch(session: nox.Session, requirement: str) -> None:
+    """torch alone, from its own index (or the copy the variable names), before the rest: the install after it finds
+    it satisfied and never asks PyPI for it. Alone and quiet (-qqq, --no-deps), a missing wheel is pip's "No matching
+    distribution found for torch==X+cpu" and then our line: where it looked and how to point elsewhere."""
+    where = os.environ.get(TORCH_INDEX_ENV) or TORCH_INDEX
+    try:
+        session.install(*torch_install_args(requirement, where), silent=True)
+    except nox.command.CommandFailed:
+        session.error(f"{requirement} (PyTorch's CPU build) was not found at {where}. To fix, set {TORCH_INDEX_ENV} "
+                      f"to a mirror of {TORCH_INDEX} or to a folder holding its wheel for this Python.")
 
 
 def _pytest(session: nox.Session, marker: str, default: list[str]) -> None:

@@ -5,7 +5,7 @@ can, when invoke imports it: Ctrl-C while the tasks import is one line and exit 
 the config files invoke reads after this import (this checkout's invoke.*, and -f FILE or INVOKE_RUNTIME_CONFIG)
 are checked first, and the system's and user's, which invoke read before it, are checked too (cleanbuild.cli.invokefiles:
 one line, exit 2, instead of a traceback or a named file silently skipped); help and the task list, which invoke
-prints after this import, end quietly into a closed pipe (cleanbuild.core.boundary.closed_pipe_hook). invoke's own parse
+prints after this import, end quietly into a closed pipe (cleanbuild.core.boundary.quiet_into_closed_pipe). invoke's own parse
 errors stay exit 1, a broken system or user config file is invoke's traceback, and a task with positionals needs
 `invoke --help TASK`; atom-build handles all of those (README: Exit codes).
 """
@@ -27,10 +27,10 @@ try:
 
     from cleanbuild.cli import invokefiles
     from cleanbuild.cli.collection import ns
-    from cleanbuild.core.boundary import closed_pipe_hook
+    from cleanbuild.core.boundary import quiet_into_closed_pipe
     from cleanbuild.core.errors import UsageError
 
-    sys.excepthook = closed_pipe_hook(sys.excepthook)
+    quiet_into_closed_pipe()
     try:
         invokefiles.check_found(Path(__file__).parent)
         invokefiles.check_runtime(invokefiles.runtime(invokefiles.config_flag(sys.argv)))

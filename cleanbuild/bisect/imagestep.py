@@ -84,7 +84,7 @@ def at_commit(request: Request, component: str, sha: str, folder: Path) -> Reque
     path.write_text(f"inherits = {json.dumps(base.stem)}\nname = {json.dumps(request.profile.name)}\n\n"
                     f"[components.{component}]\nref = {json.dumps(sha)}\n")
     overrides = {**request.overrides, f"components.{component}.ref": sha}  # over --set's own ref, if any
-    profile = load_profile(str(path), overrides, request.mirror)
+    profile = load_profile(str(path), overrides, request.mirror, torch_index=request.torch_index)
     for seed, dest in zip(lock.lock_paths(request.profile), lock.lock_paths(profile), strict=True):
         if seed.is_file() and not dest.is_file():  # a lock this folder already holds is checked, not replaced
             shutil.copyfile(seed, dest)

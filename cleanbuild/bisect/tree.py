@@ -4,6 +4,7 @@ no checkout, nothing written into the repository (a cache's promisor fetches the
 from __future__ import annotations
 
 import io
+import os
 import tarfile
 from pathlib import Path
 
@@ -13,11 +14,38 @@ from cleanbuild.upstream.gitrepo import GitError
 
 
 def export(git_dir: Path, sha: str, package: str, dest: Path) -> Path:
-    """Write `package/` at sha under dest; returns dest. GitError when git cannot read it."""
+    """Write `package/` at sha under dest; returns dest. GitError when git cannot read it.
+
+    Folders, regular files (their executable bit) and links that stay inside dest, written by hand rather than by
+    TarFile.extractall(filter="data"), which Python 3.11 has only from 3.11.4 (Debian 12's python3 is 3.11.2). What
+    the data filter would refuse (an absolute or escaping name or link, a device) is refused here too."""
     dest.mkdir(parents=True, exist_ok=True)
+    root = dest.resolve()
     with tarfile.open(fileobj=io.BytesIO(_archive(git_dir, sha, package))) as archive:
-        archive.extractall(dest, filter="data")
+        for member in archive:
+            target = _inside(root, root / member.name, member.name)
+            if member.isdir():
+                target.mkdir(parents=True, exist_ok=True)
+            elif member.isreg():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(archive.extractfile(member).read())  # type: ignore[union-attr]
+                target.chmod(0o755 if member.mode & 0o111 else 0o644)
+            elif member.issym():
+                _inside(root, target.parent / member.linkname, member.name)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.symlink_to(member.linkname)
+            elif member.name != "pax_global_header":
+                raise GitError(f"git archive of {package}/ at {sha[:12]} holds {member.name!r}, which is neither a "
+                               "folder, a file nor a link. To fix, check the repository (git fsck).")
     return dest
+
+
+def _inside(root: Path, path: Path, name: str) -> Path:
+    """path, when it stays under root (links resolved as far as they exist); else a GitError naming the member."""
+    if os.path.isabs(name) or not path.resolve().is_relative_to(root):
+        raise GitError(f"git archive holds {name!r}, which points outside the folder it is written to. To fix, "
+                       "check the repository (git fsck).")
+    return path
 
 
 def contents(git_dir: Path, sha: str, package: str) -> dict[str, bytes]:

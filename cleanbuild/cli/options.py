@@ -25,6 +25,7 @@ from cleanbuild.core.refs import port_in_range
 from cleanbuild.core.spec import REPO_ROOT
 from cleanbuild.gpuhost.gpu import parse_gpus
 from cleanbuild.upstream import mirror as mirrors
+from cleanbuild.upstream import wheelindex
 
 PROGRESS = ("auto", "plain", "tty", "quiet")
 CACHE = ("auto", "inline", "registry", "none")
@@ -244,6 +245,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("mirror", "folder of local copies of the git repos (aiter.git, atom.git: the URL's last part, lower case) "
            "to read instead of their URLs; reports, labels, keys and the lock still name the public URLs",
            check=lambda v: mirrors.folder(v.value, v.where), env=mirrors.ENV),
+    Option("torch_index", "where the offline profile's CPU torch wheel is fetched: a mirror of the index the "
+           "profile names (PyTorch's CPU index) or a folder holding the wheel; the profile's version keeps its +cpu "
+           "label, so no other build can stand in", check=lambda v: wheelindex.location(v.value, v.where),
+           env=wheelindex.ENV, flag=False),
 )
 BY_NAME: Mapping[str, Option] = {o.name: o for o in OPTIONS}
 CONFIG_KEYS = tuple(o.name for o in OPTIONS if o.config)

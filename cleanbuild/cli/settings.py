@@ -124,6 +124,6 @@ def resolve(flags: Mapping[str, object], raw_config: object, *, matrix: bool = F
     overrides = {**table(values.pop("overrides") or {}), **parse_sets(list(values.pop("set")))}
     name = given(BY_NAME["profile"], flags, config, environ)
     mirror_from = given(BY_NAME["mirror"], flags, config, environ).where
-    loaded = load_profile(str(values["profile"]), overrides, values["mirror"], mirror_from)
+    loaded = load_profile(str(values["profile"]), overrides, values["mirror"], mirror_from, values["torch_index"])
     return Request(**{**values, "profile": loaded, "profile_from": name.where,
                       "overrides": overrides, "arch": parse_arch(values["arch"], matrix=matrix)})

@@ -45,7 +45,7 @@ def image_plan(image: str, request: Request, client: DockerClient) -> tuple[Plan
 
 def validate(image: str, request: Request, *, rest: tuple[str, ...], dest: Path | None) -> int:
     """`nox -s validate -- --image TAG`: the validate step of build-clean, on any image; the report copied out."""
-    image_ref(image, "--image")  # the request is checked already; the reference too before the engine is asked
+    image_ref(image, "validate IMAGE")  # the request is checked already; the reference too before the engine is asked
     client = engine.client()
     plan, rec = image_plan(image, request, client)
     if rest:
@@ -67,7 +67,7 @@ def validate(image: str, request: Request, *, rest: tuple[str, ...], dest: Path 
 
 
 def smoke(image: str, request: Request) -> None:
-    image_ref(image, "--image")
+    image_ref(image, "smoke IMAGE")
     client = engine.client()
     plan, rec = image_plan(image, request, client)
     rec = pipeline.run(plan, client, ("preflight", "smoke"), rec, failed_report=False)
@@ -76,7 +76,7 @@ def smoke(image: str, request: Request) -> None:
 
 
 def tag(image: str, request: Request, *, dry_run: bool) -> None:
-    image_ref(image, "--image")
+    image_ref(image, "tag IMAGE")
     client = engine.client()
     plan, rec = image_plan(image, replace(request, allow_no_smoke=True), client)
     steps.refuse_dirty(client, rec.candidate(), image)

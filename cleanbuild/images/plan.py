@@ -90,7 +90,9 @@ class Prepare:
     lock_texts: tuple[tuple[str, str], ...]  # lock/<name> -> its text: requirement blocks only, never the header
     lock_problem: str | None  # the locks are missing or were made for other pins: the prepare step refuses
     lock_digest: str  # sha256 of the two lock files, as they are (header included): manifest, labels, report
-    local_wheels: tuple[tuple[str, str], ...]  # (component, pip requirement) fetched into local/<component>/
+    # (component, pip requirement, where from: an index URL or a folder) fetched into local/<component>/; where
+    # from is not in the key (a copy of the index gives the same wheel, which the requirement's +local label names).
+    local_wheels: tuple[tuple[str, str, str], ...]
     repos: tuple[tuple[str, Path], ...]  # (component, local repository) copied into local/repos/<component>.git
     standin: Standin | None  # the stand-in base, when the profile's base is one
 
@@ -195,7 +197,7 @@ def make_units(profile: Profile, options: Build, base: str, prep: Prepare) -> tu
     extra = {"deps": {"lock": text_digest(locks.get("deps.txt", ""))},
              "sdists": {"lock": text_digest(locks.get("sdists.txt", ""))},
              "aiter": {"lock": text_digest(locks.get("aiter-build.txt", ""))}}
-    for name, requirement in prep.local_wheels:
+    for name, requirement, _ in prep.local_wheels:  # where it is fetched from is not what it is
         extra.setdefault(name, {})["local-wheel"] = requirement
     for comp in profile.components:
         if comp.source == "git":
@@ -275,6 +277,7 @@ def _aiter_args(args: dict[str, str]) -> dict[str, str]:
 def _prepare(profile: Profile, options: Build) -> Prepare:
     runtime, build = lock.lock_paths(profile)
     wheels = tuple((c.name, f"{c.name}=={c.get('version')}") for c in profile.components if c.source == "local")
+    fetched = tuple((name, req, profile.read_from(name)) for name, req in wheels)
     repos = tuple((c.name, local_path(profile.read_from(c.name), options.repo_root)) for c in profile.components
                   if c.source == "git" and not is_url(profile.read_from(c.name)))
     standin = None
@@ -288,7 +291,7 @@ def _prepare(profile: Profile, options: Build) -> Prepare:
                    "repos": [(n, str(p)) for n, p in repos],
                    "scripts": _tree_digest(DOCKER_DIR / "scripts", skip=CLEAN_ONLY_SCRIPTS)})
     context = options.request.cache_dir / "contexts" / f"{profile.name}-{key[:12]}"
-    return Prepare(context, key, (runtime, build), texts, problem, lock_digest, wheels, repos, standin)
+    return Prepare(context, key, (runtime, build), texts, problem, lock_digest, fetched, repos, standin)
 
 
 def lock_texts(profile: Profile, runtime: Path, build: Path) -> tuple[tuple[tuple[str, str], ...], str | None]:

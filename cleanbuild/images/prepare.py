@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -28,6 +29,7 @@ from cleanbuild.core.run import CommandFailed, run
 from cleanbuild.core.spec import DOCKER_DIR, EngineFacts
 from cleanbuild.images import standin
 from cleanbuild.images.plan import CLEAN_ONLY_SCRIPTS, Plan, Prepare, standin_image
+from cleanbuild.upstream import wheelindex
 
 
 @contextlib.contextmanager
@@ -49,7 +51,7 @@ def prepare(plan: Plan, image_exists: Callable[[str], bool], facts: EngineFacts 
     with _locked(plan.options.request.cache_dir):
         made: dict[str, Any] = {"context": str(plan.prepare.context), "context_reused": plan.prepare.context.is_dir()}
         if not made["context_reused"]:
-            build_context(plan.prepare, python=plan.profile.python)
+            build_context(plan.prepare, python=plan.profile.python, ca_bundle=plan.options.request.ca_bundle)
         if plan.prepare.standin:
             cache = plan.options.request.cache_dir
             base = ensure_standin(plan.prepare, cache, image_exists, facts)
@@ -57,7 +59,7 @@ def prepare(plan: Plan, image_exists: Callable[[str], bool], facts: EngineFacts 
         return made
 
 
-def build_context(prep: Prepare, *, python: str) -> None:
+def build_context(prep: Prepare, *, python: str, ca_bundle: Path | None = None) -> None:
     prep.context.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=prep.context.parent, prefix=f".{prep.context.name}."))
     try:
@@ -68,8 +70,8 @@ def build_context(prep: Prepare, *, python: str) -> None:
         for name, text in prep.lock_texts:
             (tmp / "lock" / name).write_text(text)
         (tmp / "local" / "repos").mkdir(parents=True)
-        for component, requirement in prep.local_wheels:
-            _fetch_wheel(requirement, tmp / "local" / component, python)
+        for component, requirement, where in prep.local_wheels:
+            _fetch_wheel(requirement, where, tmp / "local" / component, python, ca_bundle)
         for component, repo in prep.repos:
             _copy_repo(repo, tmp / "local" / "repos" / f"{component}.git")
         (tmp / "PREPARED.json").write_text(json.dumps({"key": prep.key}, indent=1) + "\n")
@@ -79,16 +81,23 @@ def build_context(prep: Prepare, *, python: str) -> None:
         raise
 
 
-def _fetch_wheel(requirement: str, dest: Path, python: str) -> None:
-    """One wheel for the base's Python with pip (this machine's pip also sees its local wheel folders)."""
+def _fetch_wheel(requirement: str, where: str, dest: Path, python: str, ca_bundle: Path | None) -> None:
+    """One wheel for the base's Python from where (an index URL or a folder) and nowhere else: pip reads none of
+    this machine's pip configuration, files or PIP_* variables (a find-links folder there must not be what makes a
+    build work; --isolated alone still reads /etc/pip.conf)."""
     dest.mkdir(parents=True)
-    argv = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps",
-            "--only-binary=:all:", "--python-version", python, "--implementation", "cp",
-            "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux2014_x86_64", "-d", str(dest), requirement]
+    argv = [sys.executable, "-m", "pip", "download", "--isolated", "--quiet", "--disable-pip-version-check",
+            "--no-deps", "--only-binary=:all:", "--python-version", python, "--implementation", "cp",
+            "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux2014_x86_64",
+            *(["--cert", str(ca_bundle)] if ca_bundle else []), *wheelindex.pip_source(where), "-d", str(dest),
+            requirement]
     try:
-        run(argv, capture=True)
+        run(argv, capture=True, env={"PIP_CONFIG_FILE": os.devnull})
     except CommandFailed as exc:
-        raise StepFailed(f"cannot fetch {requirement} for Python {python}: {exc}. To fix, check the profile's version.") from None
+        why = (exc.result.stderr.strip().splitlines() or ["pip found no such wheel"])[-1].removeprefix("ERROR: ")
+        raise StepFailed(f"fetching {requirement} for Python {python} from {where} failed because {why}. To fix, set "
+                         f"{wheelindex.ENV} to a copy of that index or a folder holding the wheel "
+                         f"({requirement.replace('==', '-')}-cp{python.replace('.', '')}-...whl).") from None
 
 
 def _copy_repo(repo: Path, dest: Path) -> None:

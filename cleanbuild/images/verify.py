@@ -40,7 +40,8 @@ def label_request(labels: Mapping[str, str], given: Request, ref: str) -> tuple[
     if not unit or not label or not arch or "/wheels:" not in wheels:
         raise UsageError(f"{ref} lacks the io.atom-build labels of a clean or candidate image (unit, profile, arch, "
                          "wheels-image). To fix, pass an image built by invoke build-clean.")
-    built = given.profile if given.profile_from == "--profile" else load_profile(label, given.overrides, given.mirror)
+    built = given.profile if given.profile_from == "--profile" else load_profile(
+        label, given.overrides, given.mirror, torch_index=given.torch_index)
     request = replace(given, profile=built, arch=parse_arch(arch), ck_free=ck_mode == "ckfree")
     return request, unit, wheels.rsplit("/wheels:", 1)[0]
 

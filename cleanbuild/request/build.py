@@ -42,6 +42,7 @@ class Request:
     cache_dir: Path = REPO_ROOT / ".cache"
     src: tuple[str, ...] = ()  # --src COMPONENT=PATH, resolved against the profile by cleanbuild.request.checkout
     mirror: Path | None = None  # local copies of the git repos (cleanbuild.upstream.mirror), attached to profile
+    torch_index: str | None = None  # where `local` wheels are fetched (cleanbuild.upstream.wheelindex), attached too
 
     @property
     def remote(self) -> bool:

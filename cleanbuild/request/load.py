@@ -15,6 +15,7 @@ from cleanbuild.core.errors import UsageError
 from cleanbuild.core.refs import git_ref, git_remote, image_ref
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.upstream import mirror as mirrors
+from cleanbuild.upstream import wheelindex
 from cleanbuild.upstream.profiles import Profile, load
 
 
@@ -27,12 +28,13 @@ def parse_arch(text: str | None, *, matrix: bool = False) -> tuple[Arch, ...]:
 
 
 def load_profile(name: str, overrides: Mapping[str, object], mirror: Path | None = None,
-            mirror_from: str = mirrors.ENV) -> Profile:
+                 mirror_from: str = mirrors.ENV, torch_index: str | None = None) -> Profile:
     """A profile by name or .toml path, with the overrides in force, checked (the request's, or an image's label),
-    its git components read from the mirror when one is set (mirror_from: where it was set, for the message)."""
+    its git components read from the mirror when one is set (mirror_from: where it was set, for the message) and
+    its `local` wheels from torch_index when one is set (cleanbuild.upstream.wheelindex)."""
     path = Path(name) if name.endswith(".toml") else None
-    return mirrors.attach(checked_profile(load(Path(name).stem if path else name, overrides, path)), mirror,
-                          mirror_from)
+    profile = checked_profile(load(Path(name).stem if path else name, overrides, path))
+    return wheelindex.attach(mirrors.attach(profile, mirror, mirror_from), torch_index)
 
 
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")

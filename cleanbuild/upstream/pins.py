@@ -72,7 +72,7 @@ def check(profile: Profile) -> Report:
             rows.append(git_pin(comp.name, repo, str(comp.get("ref")), comp.get("branch")))
         elif comp.source == "pypi" and comp.get("version"):
             rows.append(pypi_pin(comp.name, str(comp.get("package", comp.name)), str(comp.get("version")), profile.python))
-        elif comp.source == "index":
+        elif comp.source == "index" or (comp.source == "local" and comp.get("index_url")):
             rows.append(index_pin(comp.name, str(comp.get("index_url")), str(comp.get("version")), profile.python))
     ok = {r.component for r in rows if r.status == "ok"}
     if {"aiter", "atom"} <= ok:

@@ -78,14 +78,16 @@ class Profile:
     data: Mapping[str, object]
     file: Path
     # The mirror folder in force (cleanbuild.upstream.mirror.attach) and, per git component, the copy in it its
-    # commits are read from. The profile's own repo (the public URL) stays what reports, labels, keys and the lock
+    # commits are read from (per `local` wheel: the index or folder it is fetched from, cleanbuild.upstream.wheelindex). The profile's own repo (the public URL) stays what reports, labels, keys and the lock
     # name: a mirror is where the bytes come from, not what they are.
     mirror: Path | None = None
     reads: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def read_from(self, name: str) -> str:
-        """Where a git component's commits are read: its mirror copy, else the repo the profile pins."""
-        return self.reads.get(name) or str(self.component(name).get("repo"))
+        """Where a component's bytes are read: a git component's mirror copy, else the repo the profile pins; a
+        `local` wheel's copy (cleanbuild.upstream.wheelindex), else the index the profile names."""
+        comp = self.component(name)
+        return self.reads.get(name) or str(comp.get("repo") or comp.get("index_url") or "")
 
     @property
     def offline(self) -> bool:

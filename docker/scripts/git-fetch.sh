@@ -31,12 +31,17 @@ case "$ref" in
   *[!0-9a-f]*|"") echo "git-fetch: $ref is not a full commit SHA (40 hex digits); pin a commit" >&2; exit 2;;
 esac
 [ ${#ref} -eq 40 ] || { echo "git-fetch: $ref is not a full commit SHA (40 hex digits); pin a commit" >&2; exit 2; }
-filter=""
-case "$from" in http://*|https://*) filter="--filter=blob:none";; esac
+filter="" upload_pack=""
+case "$from" in
+  http://*|https://*) filter="--filter=blob:none";;
+  # A copy on disk that another user owns (a shared mirror, read by a build that is not root): the upload-pack git
+  # runs for it checks the copy's ownership, and only a safe.directory given to that process lets it read.
+  *) upload_pack="--upload-pack=git -c 'safe.directory=*' upload-pack";;
+esac
 git init -q -- "$dir"
 cd -- "$dir"
 git remote add -- origin "$repo"
-if ! git -c advice.detachedHead=false fetch -q $filter --update-shallow --tags -- "$from" "$ref"; then
+if ! git -c advice.detachedHead=false fetch -q $filter ${upload_pack:+"$upload_pack"} --update-shallow --tags -- "$from" "$ref"; then
   echo "git-fetch: cannot fetch commit $ref from $from: it is not a commit of that repository, or the repository is unreachable. To fix, check the pin with \`invoke pins\`." >&2
   exit 1
 fi

@@ -65,8 +65,16 @@ def test_a_parse_error_is_exit_2_and_one_line(capsys):
 
 def test_validate_is_a_task_and_checks_the_image_before_the_engine(capsys):
     code, _, err = atom_build(capsys, "validate", "--image", "Bad Ref!")
-    assert (code, err.splitlines()) == (2, ["error: --image 'Bad Ref!' is not an image reference. To fix, pass "
-                                            "NAME[:TAG], REPO@sha256:DIGEST (64 hex) or an image ID."])
+    assert (code, err.splitlines()) == (2, ["error: validate IMAGE 'Bad Ref!' is not an image reference. To fix, "
+                                            "pass NAME[:TAG], REPO@sha256:DIGEST (64 hex) or an image ID."])
+
+
+@pytest.mark.parametrize("task", ["validate", "smoke", "tag"])
+def test_an_empty_positional_image_is_named_as_the_argument(capsys, task):
+    """`atom-build validate ''`: the user typed no flag, so the message names the argument, not `--image`."""
+    code, _, err = atom_build(capsys, task, "", *(["/"] if task == "smoke" else []))
+    assert (code, err.splitlines()[0]) == (2, f"error: {task} IMAGE '' is not an image reference. To fix, pass "
+                                              "NAME[:TAG], REPO@sha256:DIGEST (64 hex) or an image ID.")
 
 
 def test_an_old_invoke_yaml_key_is_refused_naming_the_new_one(capsys, tmp_path):
@@ -161,9 +169,11 @@ def into_a_closed_pipe(entry: list[str], *argv: str) -> subprocess.CompletedProc
     the first write that reaches the pipe fails (EPIPE), every time; `| head -1` gives the same, some of the time."""
     reader, writer = os.pipe()
     os.close(reader)
+    # Without TERM (a CI runner, cron, `env -i`) invoke leaves its output buffered to the interpreter's last flush.
+    env = {k: v for k, v in os.environ.items() if k != "TERM"}
     try:
         return subprocess.run([sys.executable, *entry, *argv], cwd=ROOT, stdout=writer, stderr=subprocess.PIPE,  # noqa: S603
-                              text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
+                              text=True, timeout=120, env={**env, "PYTHONPATH": str(ROOT)}, check=False)
     finally:
         os.close(writer)
 

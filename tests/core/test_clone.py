@@ -5,6 +5,7 @@ package (validation, patches) in site-packages. The installs are real: a fresh v
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -97,5 +98,5 @@ def test_an_editable_install_plans_from_any_folder(fresh_clone, venv, upstream, 
     elsewhere.mkdir()
     result = plan_from_elsewhere(venv, upstream, elsewhere)
     assert result.returncode == 0, result.stderr
-    assert f"-f {fresh_clone / 'docker' / 'Dockerfile.wheels'}" in result.stdout
+    assert f"-f {shlex.quote(str(fresh_clone / 'docker' / 'Dockerfile.wheels'))}" in result.stdout  # as a shell reads it
     assert not {"validation", "patches"} & {p.name for p in site_packages(venv).iterdir()}

@@ -1,6 +1,7 @@
 """cleanbuild.gpuhost.gpu over fake /dev and /sys trees: discovery, selection, groups by number, permissions, driver."""
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,40 @@ from cleanbuild.gpuhost import gpu as G
 from cleanbuild.gpuhost.arch import Arch
 
 MI300X, MI355X = 90402, 90500
-KFD_GID, VIDEO_GID, RENDER_GID = 992, 44, 109  # distinct on purpose: each node's own GID must be the one added
+
+
+@dataclass(frozen=True)
+class Ids:
+    """The owners the fake nodes get. kfd, video, render: three distinct GIDs (each node's own GID must be the one
+    added); me: the owner of what this process makes; other: a container user that is not me; tenant: a user other
+    than root that this process can give a node to (root: 1000; another user: itself)."""
+
+    kfd: int
+    video: int
+    render: int
+    me: int
+    other: int
+    tenant: int
+
+
+def ids_here() -> Ids | None:
+    """As root, a host's usual numbers; as another user, three of its own groups (a user may give a file only to a
+    group it is in: CI's non-root run has three), or None."""
+    if os.geteuid() == 0:
+        return Ids(992, 44, 109, 0, 1000, 1000)
+    groups = sorted(set(os.getgroups()) | {os.getegid()})
+    if len(groups) < 3:
+        return None
+    return Ids(*groups[-3:], os.geteuid(), os.geteuid() + 1, os.geteuid())
+
+
+@pytest.fixture
+def ids() -> Ids:
+    found = ids_here()
+    if found is None:
+        pytest.skip("gives fake device nodes three distinct groups: needs root or a user in three groups (CI runs "
+                    "this as root and as such a user)")
+    return found
 
 
 def kfd_props(version: int = 0, minor: int = 0, location: int = 0, domain: int = 0) -> str:
@@ -50,7 +84,8 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text)
 
 
-def own(path: Path, gid: int, mode: int = 0o660, uid: int = 0) -> None:
+def own(path: Path, gid: int, mode: int = 0o660, uid: int = -1) -> None:
+    """chown (uid -1: this process's own) and chmod, as udev would."""
     os.chown(path, uid, gid)
     os.chmod(path, mode)
 
@@ -61,11 +96,17 @@ BUSES = ["0000:05:00.0", "0000:26:00.0", "0000:46:00.0", "0000:65:00.0",
 
 @pytest.fixture
 def two(tmp_path):
-    """Two MI300X: renderD128 (group 44) and renderD129 (group 109); /dev/kfd in group 992."""
-    dev, sys = make_host(tmp_path, [(MI300X, 128, BUSES[0]), (MI300X, 129, BUSES[1])])
-    own(dev / "kfd", KFD_GID)
-    own(dev / "dri" / "renderD128", VIDEO_GID)
-    own(dev / "dri" / "renderD129", RENDER_GID)
+    """Two MI300X, as make_host leaves them (this process's owner and group, mode 0644)."""
+    return make_host(tmp_path, [(MI300X, 128, BUSES[0]), (MI300X, 129, BUSES[1])])
+
+
+@pytest.fixture
+def owned(two, ids):
+    """The two MI300X with a host's groups: renderD128 in video, renderD129 in render, /dev/kfd in a third."""
+    dev, sys = two
+    own(dev / "kfd", ids.kfd)
+    own(dev / "dri" / "renderD128", ids.video)
+    own(dev / "dri" / "renderD129", ids.render)
     return dev, sys
 
 
@@ -173,23 +214,23 @@ def test_access_passes_kfd_and_exactly_the_chosen_render_node(two):
     assert [g.render_minor for g in access.gpus] == [129]
 
 
-def test_group_ids_are_the_numeric_gids_of_the_chosen_nodes(two):
+def test_group_ids_are_the_numeric_gids_of_the_chosen_nodes(owned, ids):
+    dev, sys = owned
+    assert G.device_access((1,), dev_root=dev, sysfs=sys).group_ids == tuple(sorted((ids.render, ids.kfd)))
+    assert G.device_access(None, dev_root=dev, sysfs=sys).group_ids == tuple(sorted((ids.video, ids.render, ids.kfd)))
+
+
+def test_shared_gid_is_added_once(two, ids):
     dev, sys = two
-    assert G.device_access((1,), dev_root=dev, sysfs=sys).group_ids == (RENDER_GID, KFD_GID)
-    assert G.device_access(None, dev_root=dev, sysfs=sys).group_ids == (VIDEO_GID, RENDER_GID, KFD_GID)
-
-
-def test_shared_gid_is_added_once(tmp_path):
-    dev, sys = make_host(tmp_path, [(MI300X, 128, BUSES[0]), (MI300X, 129, BUSES[1])])
     for path in (dev / "kfd", dev / "dri" / "renderD128", dev / "dri" / "renderD129"):
-        own(path, RENDER_GID)
-    assert G.device_access(dev_root=dev, sysfs=sys).group_ids == (RENDER_GID,)
+        own(path, ids.render)
+    assert G.device_access(dev_root=dev, sysfs=sys).group_ids == (ids.render,)
 
 
-def test_no_group_name_reaches_docker(two):
-    dev, sys = two
+def test_no_group_name_reaches_docker(owned, ids):
+    dev, sys = owned
     access = G.device_access((0, 1), dev_root=dev, sysfs=sys)
-    assert G.run_flags(access)["group_add"] == ["44", "109", "992"]
+    assert G.run_flags(access)["group_add"] == [str(g) for g in sorted((ids.video, ids.render, ids.kfd))]
     assert all(isinstance(gid, int) for gid in access.group_ids)
 
 
@@ -208,12 +249,12 @@ def test_visible_devices_count_the_passed_nodes_from_zero(eight, chosen, visible
     assert len(access.devices) - 1 == len(visible.split(","))  # one render node per visible index
 
 
-def test_run_flags_map_a_foreign_dev_root_to_the_real_names_inside(two):
-    dev, sys = two
+def test_run_flags_map_a_foreign_dev_root_to_the_real_names_inside(owned, ids):
+    dev, sys = owned
     access = G.device_access((1,), user="1000:1000", dev_root=dev, sysfs=sys)
     assert G.run_flags(access) == {
         "devices": [f"{dev}/kfd:/dev/kfd:rwm", f"{dev}/dri/renderD129:/dev/dri/renderD129:rwm"],
-        "group_add": ["109", "992"],
+        "group_add": [str(g) for g in sorted((ids.render, ids.kfd))],
         "environment": {"HIP_VISIBLE_DEVICES": "0", "ROCR_VISIBLE_DEVICES": "0"},
         "user": "1000:1000",
     }
@@ -276,54 +317,55 @@ def test_no_render_nodes_is_an_environment_problem(two):
 
 
 def test_root_opens_any_node(two):
-    own(two[0] / "dri" / "renderD129", RENDER_GID, 0o600)
+    own(two[0] / "dri" / "renderD129", os.getegid(), 0o600)
     G.check_permissions(G.device_access((1,), dev_root=two[0], sysfs=two[1]))
 
 
-def test_non_root_opens_group_rw_nodes_through_the_added_gids(two):
-    G.check_permissions(G.device_access((1,), user="1000:1000", dev_root=two[0], sysfs=two[1]))
+def test_non_root_opens_group_rw_nodes_through_the_added_gids(owned, ids):
+    user = f"{ids.other}:{ids.other}"
+    G.check_permissions(G.device_access((1,), user=user, dev_root=owned[0], sysfs=owned[1]))
 
 
-def test_root_only_node_stops_a_non_root_user(two):
-    dev, sys = two
-    own(dev / "dri" / "renderD129", 0, 0o600)
-    access = G.device_access((1,), user="1000:1000", dev_root=dev, sysfs=sys)
+def test_owner_only_node_stops_another_user(owned, ids):
+    dev, sys = owned
+    own(dev / "dri" / "renderD129", ids.render, 0o600)
+    access = G.device_access((1,), user=f"{ids.other}:{ids.other}", dev_root=dev, sysfs=sys)
     with pytest.raises(EnvironmentProblem) as info:
         G.check_permissions(access)
     message = str(info.value)
-    assert f"{dev}/dri/renderD129 (mode 0600, owner 0, group 0)" in message
-    assert "container user 1000:1000" in message
+    assert f"{dev}/dri/renderD129 (mode 0600, owner {ids.me}, group {ids.render})" in message
+    assert f"container user {ids.other}:{ids.other}" in message
     assert "udev rule" in message and "chmod g+rw" in message
 
 
-def test_group_read_only_node_is_refused(two):
-    dev, sys = two
-    own(dev / "kfd", KFD_GID, 0o640)
-    with pytest.raises(EnvironmentProblem, match=r"kfd \(mode 0640, owner 0, group 992\)"):
-        G.check_permissions(G.device_access((0,), user="1000", dev_root=dev, sysfs=sys))
+def test_group_read_only_node_is_refused(owned, ids):
+    dev, sys = owned
+    own(dev / "kfd", ids.kfd, 0o640)
+    with pytest.raises(EnvironmentProblem, match=rf"kfd \(mode 0640, owner {ids.me}, group {ids.kfd}\)"):
+        G.check_permissions(G.device_access((0,), user=str(ids.other), dev_root=dev, sysfs=sys))
 
 
-def test_owner_bits_win_over_group_bits(two):
+def test_owner_bits_win_over_group_bits(owned, ids):
     # The kernel looks at the owner bits only, when the user owns the node: 0060 shuts its owner out.
-    dev, sys = two
-    own(dev / "dri" / "renderD129", RENDER_GID, 0o060, uid=1000)
-    with pytest.raises(EnvironmentProblem, match="renderD129 .mode 0060, owner 1000"):
-        G.check_permissions(G.device_access((1,), user="1000:1000", dev_root=dev, sysfs=sys))
+    dev, sys = owned
+    own(dev / "dri" / "renderD129", ids.render, 0o060, uid=ids.tenant)
+    with pytest.raises(EnvironmentProblem, match=f"renderD129 .mode 0060, owner {ids.tenant}"):
+        G.check_permissions(G.device_access((1,), user=f"{ids.tenant}:{ids.tenant}", dev_root=dev, sysfs=sys))
 
 
 def test_world_rw_node_is_fine_for_a_named_user(two):
     dev, sys = two
-    own(dev / "dri" / "renderD129", 0, 0o666)
-    own(dev / "kfd", 0, 0o666)
+    own(dev / "dri" / "renderD129", os.getegid(), 0o666)
+    own(dev / "kfd", os.getegid(), 0o666)
     G.check_permissions(G.device_access((1,), user="atom", dev_root=dev, sysfs=sys))
 
 
-def test_explicit_uid_and_gids_override_the_user_string(two):
-    dev, sys = two
-    own(dev / "dri" / "renderD129", 0, 0o600)
+def test_explicit_uid_and_gids_override_the_user_string(owned, ids):
+    dev, sys = owned
+    own(dev / "dri" / "renderD129", ids.render, 0o600)
     access = G.device_access((1,), dev_root=dev, sysfs=sys)  # root by default
     with pytest.raises(EnvironmentProblem, match="renderD129"):
-        G.check_permissions(access, uid=1000, gids=[1000])
+        G.check_permissions(access, uid=ids.other, gids=[ids.other])
 
 
 # ---- driver compatibility ---------------------------------------------------------------------------------

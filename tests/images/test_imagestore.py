@@ -11,13 +11,13 @@ import hashlib
 import io
 import json
 import os
-import sys
 import tarfile
 
 import pytest
 
 from cleanbuild.core.errors import BuildFailed
 from cleanbuild.images import attest, imagestore
+from tests.support.tools import python_tool
 
 NAME = "127.0.0.1:5000/atom-gfx950-ckfree:candidate"
 
@@ -119,9 +119,8 @@ def test_a_metadata_file_without_one_oci_image_manifest_and_its_platform_is_refu
 
 # ---- docker load, through a stand-in `docker` that stores blobs as the containerd store does -------------------
 
-FAKE_DOCKER = """#!{python}
-import json, os, sys, tarfile
-store, calls = sys.argv[0] + ".store", sys.argv[0] + ".calls"
+FAKE_DOCKER = """import json, os, sys, tarfile
+store, calls = {tool!r} + ".store", {tool!r} + ".calls"
 with open(calls, "a") as log:
     log.write(" ".join(sys.argv[1:]) + "\\n")
 if sys.argv[1:] != ["load"]:
@@ -152,9 +151,7 @@ print("Loaded image: " + top["annotations"]["io.containerd.image.name"])
 def docker(tmp_path, monkeypatch):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    script = bin_dir / "docker"
-    script.write_text(FAKE_DOCKER.format(python=sys.executable))
-    script.chmod(0o755)
+    script = python_tool(bin_dir / "docker", FAKE_DOCKER.format(tool=str(bin_dir / "docker")))
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     return script
 

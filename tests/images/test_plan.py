@@ -231,7 +231,7 @@ def test_default_plan_fetches_from_github_and_prepares_no_repository():
 
 
 def test_offline_plan_fetches_the_local_torch_wheel():
-    assert make("offline").prepare.local_wheels == (("torch", "torch==2.13.0"),)
+    assert make("offline").prepare.local_wheels == (("torch", "torch==2.13.0+cpu", "https://download.pytorch.org/whl/cpu"),)
 
 
 def test_offline_base_is_the_stand_in_named_by_its_spec():

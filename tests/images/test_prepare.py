@@ -15,7 +15,7 @@ from cleanbuild.core.errors import StepFailed
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.images import plan as P
 from cleanbuild.images import prepare
-from cleanbuild.upstream import profiles
+from cleanbuild.upstream import profiles, wheelindex
 from tests.support.requests import build_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,3 +99,66 @@ def test_a_local_repo_that_is_not_a_repository_fails_and_leaves_no_context(tmp_p
     with pytest.raises(StepFailed, match=f"{tmp_path / 'plain'} is not a git repository"):
         prepare.prepare(plan, image_exists=lambda ref: True)
     assert (plan.prepare.context.exists(), leftovers(tmp_path / "cache")) == (False, [])
+
+
+# ---- the offline profile's CPU torch: from its index or the copy ATOM_BUILD_TORCH_INDEX names, nowhere else ---------
+
+def fake_wheel(folder: Path, filename: str) -> Path:
+    """A wheel file pip will pick by its name (pip download reads no more of it with --no-deps)."""
+    import zipfile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    name, version = filename.split("-")[:2]
+    with zipfile.ZipFile(folder / filename, "w") as whl:
+        info = f"{name}-{version}.dist-info"
+        whl.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        whl.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: false\n")
+    return folder / filename
+
+
+def torch_plan(tmp_path: Path, where: Path) -> P.Plan:
+    profile = wheelindex.attach(profiles.load("offline"), wheelindex.location(str(where)))
+    return P.make_plan(profile, build_of(Arch.GFX950, profile, cache_dir=tmp_path / "cache"))
+
+
+def test_the_cpu_torch_is_fetched_from_the_folder_the_override_names(tmp_path):
+    wheels = tmp_path / "wheels"
+    fake_wheel(wheels, "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl")
+    plan = torch_plan(tmp_path, wheels)
+    prepare.build_context(plan.prepare, python="3.11")
+    assert [p.name for p in (plan.prepare.context / "local" / "torch").iterdir()] == [
+        "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"]
+
+
+def test_the_cuda_build_of_the_same_number_is_never_taken_and_the_error_is_one_line(tmp_path):
+    """PyPI's torch 2.13.0 is the CUDA build: the +cpu pin cannot match it. The line names the wheel, where it was
+    looked for and the override; nothing is left behind."""
+    wheels = tmp_path / "wheels"
+    fake_wheel(wheels, "torch-2.13.0-cp311-cp311-manylinux_2_28_x86_64.whl")
+    plan = torch_plan(tmp_path, wheels)
+    with pytest.raises(StepFailed) as info:
+        prepare.build_context(plan.prepare, python="3.11")
+    assert str(info.value) == (
+        f"fetching torch==2.13.0+cpu for Python 3.11 from {wheels} failed because No matching distribution found for "
+        "torch==2.13.0+cpu. To fix, set ATOM_BUILD_TORCH_INDEX to a copy of that index or a folder holding the wheel "
+        "(torch-2.13.0+cpu-cp311-...whl).")
+    assert (plan.prepare.context.exists(), leftovers(tmp_path / "cache")) == (False, [])
+
+
+def test_this_machines_pip_configuration_does_not_reach_the_fetch(tmp_path, monkeypatch):
+    """A find-links folder in pip's own configuration (this repo's CI machines have one) must not be what makes a build
+    work: the fetch reads only the place the profile or the override names."""
+    machine = tmp_path / "machine-wheels"
+    fake_wheel(machine, "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl")
+    (conf := tmp_path / "pip.conf").write_text(f"[global]\nfind-links = {machine}\n")
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(conf))
+    monkeypatch.setenv("PIP_FIND_LINKS", str(machine))
+    (empty := tmp_path / "empty").mkdir()
+    with pytest.raises(StepFailed, match=f"from {empty} failed because No matching distribution found"):
+        prepare.build_context(torch_plan(tmp_path, empty).prepare, python="3.11")
+
+
+def test_the_offline_profile_names_pytorchs_cpu_index_and_the_cpu_build():
+    torch = profiles.load("offline").component("torch")
+    assert (torch.source, torch.get("version"), profiles.load("offline").read_from("torch")) == (
+        "local", "2.13.0+cpu", "https://download.pytorch.org/whl/cpu")

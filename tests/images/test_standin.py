@@ -10,7 +10,6 @@ import hashlib
 import io
 import json
 import os
-import sys
 import tarfile
 from dataclasses import replace
 from pathlib import Path
@@ -22,6 +21,7 @@ from cleanbuild.core.errors import EnvironmentProblem
 from cleanbuild.images import plan, standin
 from cleanbuild.images.plan import STANDIN_ENV, Standin, standin_image
 from cleanbuild.images.report import outside_the_pins
+from tests.support.tools import python_tool
 
 # What the hook prints, written by hand in the shape of a Release file and dpkg's status (a deinstalled package and a
 # multi-line description included): not copied from an archive.
@@ -128,8 +128,7 @@ def test_the_reports_line_names_the_archives_release_or_where_to_read_it(tmp_pat
 
 # A stand-in for mmdebstrap (the real one is the integration tier's): it keeps the environment it was given and its
 # argv, writes an empty tar where the last argument says, and prints what the hook would.
-FAKE_MMDEBSTRAP = """#!{python}
-import json, os, sys, tarfile
+FAKE_MMDEBSTRAP = """import json, os, sys, tarfile
 with open({seen!r}, "w") as out:
     json.dump({{"env": dict(os.environ), "argv": sys.argv[1:]}}, out)
 tarfile.open(sys.argv[-1], "w").close()
@@ -141,10 +140,8 @@ def test_mmdebstrap_runs_with_its_own_environment_and_only_the_callers_tmpdir_an
     """The caller's Python variables changed the tar (2026-12-05: PYTHONDONTWRITEBYTECODE unset by nox, set in a
     shell): mmdebstrap and every maintainer script get plan.STANDIN_ENV and SOURCE_DATE_EPOCH, whatever the caller has."""
     (bin_dir := tmp_path / "bin").mkdir()
-    fake = bin_dir / "mmdebstrap"
-    fake.write_text(FAKE_MMDEBSTRAP.format(python=sys.executable, seen=str(tmp_path / "seen.json"), begin=standin.BEGIN,
-                                           shown=SHOWN, end=standin.END))
-    fake.chmod(0o755)
+    python_tool(bin_dir / "mmdebstrap", FAKE_MMDEBSTRAP.format(seen=str(tmp_path / "seen.json"), begin=standin.BEGIN,
+                                                              shown=SHOWN, end=standin.END))
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
     for name, value in (("PYTHONPYCACHEPREFIX", "/elsewhere"), ("PYTHONHASHSEED", "7"), ("https_proxy", "http://p:3128"),
@@ -152,7 +149,8 @@ def test_mmdebstrap_runs_with_its_own_environment_and_only_the_callers_tmpdir_an
         monkeypatch.setenv(name, value)
     made = standin.make(SPEC, tmp_path / "cache" / "standin" / "abc")
     seen = json.loads((tmp_path / "seen.json").read_text())
-    env = {k: v for k, v in seen["env"].items() if k != "LC_CTYPE"}  # CPython may coerce the C locale
+    # CPython may coerce the C locale; the tool's sh wrapper (tests.support.tools) exports PWD
+    env = {k: v for k, v in seen["env"].items() if k not in ("LC_CTYPE", "PWD")}
     assert env == {**dict(STANDIN_ENV), "SOURCE_DATE_EPOCH": "1700000000", "https_proxy": "http://p:3128",
                    "TMPDIR": str(tmp_path)}
     assert env["PYTHONDONTWRITEBYTECODE"] == "1" and seen["argv"][-2] == "bookworm"

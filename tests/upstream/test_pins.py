@@ -44,7 +44,12 @@ PYPI = {
 INDEX = {"https://download.pytorch.org/whl/rocm7.2/torch/": (
     '<!DOCTYPE html><html><body><h1>Links for torch</h1>\n'
     '<a href="/whl/rocm7.2/torch-2.11.0%2Brocm7.2-cp312-cp312-manylinux_2_28_x86_64.whl#sha256=00">'
-    'torch-2.11.0+rocm7.2-cp312-cp312-manylinux_2_28_x86_64.whl</a><br/>\n</body></html>')}
+    'torch-2.11.0+rocm7.2-cp312-cp312-manylinux_2_28_x86_64.whl</a><br/>\n</body></html>'),
+    # PyTorch's CPU index (https://download.pytorch.org/whl/cpu/torch/), the offline profile's torch, one entry.
+    "https://download.pytorch.org/whl/cpu/torch/": (
+    '<!DOCTYPE html><html><body><h1>Links for torch</h1>\n'
+    '<a href="/whl/cpu/torch-2.13.0%2Bcpu-cp311-cp311-manylinux_2_28_x86_64.whl#sha256=00">'
+    'torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl</a><br/>\n</body></html>')}
 
 
 def recorded(answers: dict):
@@ -95,9 +100,15 @@ def offline_report(upstream):
 
 
 def test_offline_pins_are_all_good(offline_report):
-    assert statuses(offline_report) == {"triton": "ok", "aiter": "ok", "atom": "ok", "installer": "ok",
-                                        "aiter/atom": "ok", "flydsl": "ok"}
+    assert statuses(offline_report) == {"torch": "ok", "triton": "ok", "aiter": "ok", "atom": "ok",
+                                        "installer": "ok", "aiter/atom": "ok", "flydsl": "ok"}
     assert offline_report.exit_code == 0
+
+
+def test_the_offline_cpu_torch_is_checked_on_pytorchs_cpu_index(offline_report):
+    torch = row(offline_report, "torch")
+    assert (torch.pin, torch.detail) == ("torch==2.13.0+cpu @ https://download.pytorch.org/whl/cpu",
+                                         "listed for cp311 on https://download.pytorch.org/whl/cpu")
 
 
 @pytest.mark.parametrize("repo,ref,head", [("aiter", AITER_PIN, AITER_HEAD), ("atom", ATOM_PIN, ATOM_HEAD)])

@@ -107,17 +107,25 @@ def open_folder():
     shutil.rmtree(folder)
 
 
-@pytest.mark.skipif(not shutil.which("runuser"), reason="needs runuser to read as another user")
+@pytest.mark.skipif(os.geteuid() == 0 and not shutil.which("runuser"), reason="root needs runuser to read as another user")
 def test_an_unreadable_file_is_listed(open_folder):
     secret = open_folder / "k.co"
     shutil.copy(hip_fixture() / "gfx942.co", secret)
     secret.chmod(0o000)
     # root reads every file: another user is what makes the open fail for real (EACCES), not a mock
+    # The reader as an image runs it: the package copied where that user can read it (the checkout may sit in a
+    # folder only its owner enters), run from there.
+    code = Path(tempfile.mkdtemp(prefix="payload-reader-"))
+    shutil.copytree(REPO / "validation", code / "validation", ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run(["chmod", "-R", "a+rX", str(code)], check=True)  # noqa: S603,S607
     argv = ["python3", "-m", "validation.payload", "scan", str(open_folder)]
     if os.geteuid() == 0:
         argv = ["runuser", "-u", "nobody", "--", *argv]
-    proc = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},  # noqa: S603
-                          check=False)
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, cwd=code, check=False,  # noqa: S603
+                              env={**os.environ, "PYTHONPATH": str(code), "PYTHONDONTWRITEBYTECODE": "1"})
+    finally:
+        shutil.rmtree(code)
     assert (proc.returncode, proc.stderr.splitlines()[-1]) == (0, f"unknown        {secret}: unreadable: Permission denied")
     assert "Traceback" not in proc.stderr
 
