@@ -21,12 +21,14 @@ PRESETS: dict[str, dict] = {
         "head_dim": 128, "vocab_size": 151936, "num_experts": 128, "num_experts_per_tok": 8,
         "moe_intermediate_size": 768, "intermediate_size": 6144,
     },
-    # DeepSeek-V3: MLA (q/kv LoRA ranks 1536/512, rope 64, nope 128, v 128), 256 experts + 1 shared.
+    # DeepSeek-V3: MLA (q/kv LoRA ranks 1536/512, rope 64, nope 128, v 128), 256 experts + 1 shared; its checkpoint's
+    # fp8 block-scale quantization (config.json's quantization_config, as published).
     "deepseek-v3": {
         "model_type": "deepseek_v3", "hidden_size": 7168, "num_attention_heads": 128, "vocab_size": 129280,
         "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128,
         "v_head_dim": 128, "intermediate_size": 18432, "moe_intermediate_size": 2048,
         "n_routed_experts": 256, "n_shared_experts": 1, "num_experts_per_tok": 8,
+        "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128], "activation_scheme": "dynamic"},
     },
 }
 
@@ -93,6 +95,23 @@ def gemm_shapes(cfg: dict, tp: int) -> list[GemmShape]:
     else:
         shapes += _mlp("mlp", h, cfg["intermediate_size"], tp)
     return sorted(set(shapes))
+
+
+@dataclass(frozen=True)
+class ExpertShape:
+    experts: int
+    top_k: int
+    hidden: int
+    inter: int  # one expert's FFN width on one rank (the experts' tensor-parallel split)
+
+
+def expert_shape(cfg: dict, tp: int) -> ExpertShape | None:
+    """The routed-expert layer per rank, or None for a dense model."""
+    experts = cfg.get("num_experts") or cfg.get("n_routed_experts")
+    if not experts:
+        return None
+    return ExpertShape(experts, cfg.get("num_experts_per_tok", 1), cfg["hidden_size"],
+                       _split(cfg["moe_intermediate_size"], tp, "moe_intermediate_size"))
 
 
 def _mlp(name: str, h: int, inter: int, tp: int) -> list[GemmShape]:

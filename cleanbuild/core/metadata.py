@@ -21,6 +21,7 @@ MANIFEST_PATH = f"{IN_IMAGE}/manifest.json"
 PAYLOAD_PATH = f"{IN_IMAGE}/payload.json"  # validation.payload scan of the clean image: its GPU code by arch
 PAYLOAD_LEFT_OUT_PATH = f"{IN_IMAGE}/payload-left-out.json"  # what the clean step's prune left out
 PATCHES_PATH = f"{IN_IMAGE}/patches.json"
+TRITON_CACHE_PATH = f"{IN_IMAGE}/triton-cache.json"  # the warm step's manifest (validation.tritoncache)
 RUN_LABEL = f"{NS}.run"  # on every container a run creates, so cleanup finds them all
 # The offline stand-in base's labels (cleanbuild.images.standin): the inputs of its key (JSON), the sha256 of the tar
 # it was made from, and what the Debian archive gave it ("name=version ...": outside the pins).

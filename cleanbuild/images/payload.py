@@ -21,7 +21,8 @@ def section(payload: dict[str, Any] | None) -> dict[str, Any] | None:
                                      "base_bytes")},
                  "owners": sorted(r["owners"].items(), key=lambda kv: -kv[1]["bytes"])[:TOP_OWNERS]}
              for a, r in m["archs"].items()}
-    verdicts = judge.judge(m, target) if target else []
+    # Every image built here installs aiter: its loader needs the arch's assembly kernels.
+    verdicts = judge.judge(m, target, judge.AITER_NEEDS) if target else []
     return {"target": target, "roots": m.get("roots", []), "archs": archs, "families": m["families"],
             "left_out_roots": left.get("roots", []), "left_out_by_arch": left.get("left_out_by_arch", {}),
             "kept_by_arch": left.get("kept_by_arch", {}),

@@ -177,7 +177,7 @@ def make_plan(profile: Profile, options: Build) -> Plan:
     return Plan(
         profile=profile, options=options, base_image=base, prepare=prep,
         wheels=build_spec(by["wheels"]), clean=build_spec(by["clean"]),
-        patch=patch_build(below.image, by["candidate"].image),
+        patch=patch_build(below.image, by["candidate"].image, warm=warm_args(profile, options)),
         validate=_validate(profile, options), smoke=smoke, smoke_skip_reason=skip,
         release_repo=metadata.release_repo(options.request.registry, options.arch.value, options.ck_mode),
         wheels_key=by["wheels"].key, units=units, steps=DEV_STEPS if "dev" in by else STEPS,
@@ -256,8 +256,9 @@ def make_units(profile: Profile, options: Build, base: str, prep: Prepare) -> tu
         below = add(make_unit("dev", (DOCKER_DIR / "Dockerfile.dev", None, srcplan.dev_context(options.request.cache_dir, options.src)),
                               {"IMAGE": clean.image}, keys, srcplan.dev_inputs(options.src), f"{reg}/dev:{stem}-"))
         patches["unit:dev"] = below.key  # IMAGE stands for the clean image's key in make_unit: name the dev layer's
-    add(make_unit("candidate", (DOCKER_DIR / "Dockerfile.patch", None, REPO_ROOT), {"IMAGE": below.image}, keys,
-                  patches, f"{reg}/candidate:{stem}-"))
+    patches["warm-code"] = warm_code_digest()
+    add(make_unit("candidate", (DOCKER_DIR / "Dockerfile.patch", None, REPO_ROOT),
+                  {"IMAGE": below.image, **dict(warm_args(profile, options))}, keys, patches, f"{reg}/candidate:{stem}-"))
     return tuple(units)
 
 
@@ -433,10 +434,56 @@ def smoke_run(profile: Profile, options: Build) -> RunSpec:
     )
 
 
-def patch_build(image: str, tag: str, only: tuple[str, ...] = ()) -> BuildSpec:
-    """The patch layer on top of any image (build-clean's candidate, or `invoke patch --image`)."""
-    args = [("IMAGE", image)] + ([("PATCH_ONLY", " ".join(only))] if only else [])
+def patch_build(image: str, tag: str, only: tuple[str, ...] = (), warm: tuple[tuple[str, str], ...] = ()) -> BuildSpec:
+    """The patch layer on top of any image (build-clean's candidate, or `invoke patch --image`), with the warm step's
+    arguments (warm_args) where the plan has them."""
+    args = [("IMAGE", image)] + ([("PATCH_ONLY", " ".join(only))] if only else []) + list(warm)
     return BuildSpec("patch", DOCKER_DIR / "Dockerfile.patch", REPO_ROOT, None, tuple(args), tag)
+
+
+def warm_of(spec: BuildSpec) -> tuple[tuple[str, str], ...]:
+    return tuple((k, v) for k, v in spec.build_args if k.startswith("WARM_"))
+
+
+# The validation modules the warm step runs (.dockerignore sends exactly these into the patch context): in the
+# candidate's key, so a change to what compiles the cache rebuilds it, and nothing else of validation/ does.
+WARM_CODE = ("__init__.py", "archs.py", "usage.py", "models.py", "device.py", "git_head.py", "interpreter.py",
+             "aiter_adapter.py", "aiter_probe.py", "aiter_triton.py", "aiter_lookup.py", "tuned_csv.py", "tritoncache",
+             "payload")
+
+
+def warm_args(profile: Profile, options: Build) -> tuple[tuple[str, str], ...]:
+    """The warm step's build arguments: the profile's presets, --model's config.json (compact JSON) and the
+    tensor-parallel sizes; none when the profile turns the step off (Dockerfile.patch then warms nothing)."""
+    conf = profile.section("warm")
+    if not conf.get("enabled", True):
+        return ()
+    config = _model_config(options.request.model)
+    sizes = conf.get("tp") or (1, 8)
+    tp = " ".join(str(t) for t in sizes) if isinstance(sizes, list | tuple) else str(sizes)
+    return (("WARM_MODELS", " ".join(strings(conf.get("models")))), ("WARM_MODEL_CONFIG", config), ("WARM_TP", tp))
+
+
+def _model_config(model: Path | None) -> str:
+    """--model's config.json as one line of JSON (a build argument), or "" without one."""
+    path = model / "config.json" if model is not None else None
+    if path is None or not path.is_file():
+        return ""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(f"--model {model}: its config.json is not readable JSON ({exc}). To fix, give a Hugging "
+                         "Face model folder.") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"--model {model}: its config.json is not a JSON object. To fix, give a Hugging Face model "
+                         "folder.")
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def warm_code_digest() -> str:
+    v = REPO_ROOT / "validation"
+    return text_digest("".join(_tree_digest(v / name) if (v / name).is_dir() else (v / name).read_text()
+                               for name in WARM_CODE))
 
 
 # ---- display -----------------------------------------------------------------------------------------------

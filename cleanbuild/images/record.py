@@ -85,6 +85,7 @@ class BuildRecord:
     candidate_ref: str | None = None  # its content-keyed name (build-clean) or the name the user gave
     candidate_digest: str | None = None  # promote: the registry manifest digest that was pulled and validated
     patches: dict[str, Any] | None = None
+    triton_cache: dict[str, Any] | None = None  # the warm step's manifest, and its run facts when this run built it
     validation: dict[str, Any] | None = None
     smoke: dict[str, Any] | None = None
     gpu: tuple[dict[str, Any], ...] | None = None  # the GPUs a GPU step ran on

@@ -14,7 +14,7 @@ from typing import Any, TypedDict
 from cleanbuild.core import metadata
 from cleanbuild.core.refs import name_or_tag, split_image
 from cleanbuild.core.spec import REPO_ROOT
-from cleanbuild.images import htmlpage, payload, sbom, srcplan
+from cleanbuild.images import htmlpage, payload, sbom, srcplan, warmcache
 from cleanbuild.images.plan import Plan
 from cleanbuild.images.record import BuildRecord
 from cleanbuild.upstream import profiles
@@ -53,6 +53,7 @@ def build(plan: Plan, rec: BuildRecord, *, failed: bool, error: str | None = Non
                    "changed": list(u.changed), "seconds": round(u.seconds, 2),
                    "start_s": round(u.began - rec.started, 2) if u.began is not None else None} for u in rec.units],
         "patches": rec.patches, "validation": rec.validation,
+        "triton_cache": warmcache.section(*_warm(rec), rec.validation),
         "validation_status": validation_status(rec.validation),
         "smoke": rec.smoke, "gpu": list(rec.gpu) if rec.gpu else None,
         "steps": [{"name": s.name, "status": s.status, "seconds": round(s.seconds, 2), "detail": s.detail}
@@ -60,6 +61,11 @@ def build(plan: Plan, rec: BuildRecord, *, failed: bool, error: str | None = Non
         "total_seconds": round(rec.finished - rec.started, 1) if rec.finished is not None else None,
         "labels": dict(seen.labels) if seen else {},
     }
+
+
+def _warm(rec: BuildRecord) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    warm = rec.triton_cache or {}
+    return warm.get("manifest"), warm.get("run")
 
 
 def standin(plan: Plan, rec: BuildRecord) -> dict[str, Any] | None:
@@ -282,6 +288,7 @@ def markdown(data: dict[str, Any]) -> str:
     checks[3:3] = [f"- status: {data.get('validation_status') or validation_status(data.get('validation'))}", ""]
     lines += checks
     lines += payload.markdown(data.get("payload"))
+    lines += warmcache.markdown(data.get("triton_cache"))
     lines += _smoke(data.get("smoke") or {})
     lines += ["", "## GPU", ""] + [f"- {g}" for g in data.get("gpu") or ["none (CPU steps)"]]
     lines += ["", "## Largest layers", ""] + [f"- {layer['size'] / 2**20:.1f} MiB: {layer['created_by']}"

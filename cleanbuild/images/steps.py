@@ -18,12 +18,21 @@ from cleanbuild.core.errors import StepFailed, UsageError
 from cleanbuild.core.refs import split_image
 from cleanbuild.core.spec import BuildSpec
 from cleanbuild.gpuhost import gpu
-from cleanbuild.images import atonce, buildx, devcontext, graph, reuse, sbom, srcplan
+from cleanbuild.images import (
+    atonce,
+    buildx,
+    devcontext,
+    graph,
+    reuse,
+    sbom,
+    srcplan,
+    warmcache,
+)
 from cleanbuild.images import prepare as preparer
 from cleanbuild.images import report as reports
 from cleanbuild.images.buildx_argv import cache_flags
 from cleanbuild.images.components import Unit
-from cleanbuild.images.plan import Plan, build_spec, patch_build
+from cleanbuild.images.plan import Plan, build_spec, patch_build, warm_of
 from cleanbuild.images.record import (
     BuildRecord,
     ImageSummary,
@@ -309,19 +318,31 @@ def patch(ctx: Ctx, rec: BuildRecord) -> Outcome:
     """The patch layer on the clean image (by name: BuildKit 0.8 looks a bare ID in FROM up on Docker Hub). The
     candidate is content-keyed like the wheels and clean images; `invoke patch --image X` builds X-patched."""
     base = rec.candidate_ref or ctx.plan.clean.image
-    spec = patch_build(base, ctx.plan.patch.image, ctx.patch_only)
+    spec = patch_build(base, ctx.plan.patch.image, ctx.patch_only, warm_of(ctx.plan.patch))
+    log = ctx.plan.options.run_dir / f"{spec.step}.log"
     if spec == ctx.plan.patch:
         done = _ensure(ctx, rec, ctx.plan.unit("candidate"), attestations=_attestations(ctx, rec, base))
         rec = replace(rec, units=(*rec.units, done))
-        image_id, how = done.image_id, done.how
+        image_id, how, log = done.image_id, done.how, ctx.plan.options.run_dir / f"{done.name}.log"
     else:  # an image the user named, or --only: not a keyed unit; it must not carry its parent's key
         adhoc = ((engine.UNIT_LABEL, "patch"), (engine.KEY_LABEL, ""), (engine.INPUTS_LABEL, ""))
         image_id, how = buildx.build(spec, ctx.plan.options, labels=adhoc, reproducible=_reproducible(rec)), "built"
     raw = engine.read_json(ctx.client, image_id, metadata.PATCHES_PATH, rec.run_id)
     data = raw if isinstance(raw, dict) else {}
     outcomes = ", ".join(f"{p['name']}={p['outcome']}" for p in data.get("patches", [])) or "no patch report"
-    summary = f"{spec.image} ({how}): {outcomes}"
-    return replace(rec, candidate_id=image_id, candidate_ref=spec.image, patches=data), StepStatus.PASSED, summary
+    warmed = engine.read_json(ctx.client, image_id, metadata.TRITON_CACHE_PATH, rec.run_id)
+    warm = {"manifest": warmed if isinstance(warmed, dict) else None,
+            "run": warmcache.run_facts(log) if how.startswith("built") else None}
+    summary = f"{spec.image} ({how}): {outcomes}; {_warm_summary(warm['manifest'])}"
+    return (replace(rec, candidate_id=image_id, candidate_ref=spec.image, patches=data, triton_cache=warm),
+            StepStatus.PASSED, summary)
+
+
+def _warm_summary(manifest: dict[str, Any] | None) -> str:
+    if not manifest:
+        return "no Triton cache"
+    return (f"Triton cache {manifest.get('kernels')} kernels for {manifest.get('target')}, "
+            f"{((manifest.get('cache') or {}).get('bytes') or 0) / 2**20:.1f} MiB")
 
 
 def _attestations(ctx: Ctx, rec: BuildRecord, base: str) -> buildx.Attestations | None:

@@ -16,7 +16,8 @@ from cleanbuild.core.refs import git_ref, git_remote, image_ref
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.upstream import mirror as mirrors
 from cleanbuild.upstream import wheelindex
-from cleanbuild.upstream.profiles import Profile, load
+from cleanbuild.upstream.profiles import Profile, load, strings
+from validation.models import PRESETS
 
 
 def parse_arch(text: str | None, *, matrix: bool = False) -> tuple[Arch, ...]:
@@ -63,4 +64,8 @@ def checked_profile(profile: Profile) -> Profile:
             except InvalidVersion:
                 raise UsageError(f"components.{comp.name}.version {where} {version!r} is not a version (PEP 440). "
                                  "To fix, write it as the index lists it, e.g. 2.11.0+rocm7.2.") from None
+    for name in strings(profile.section("warm").get("models")):
+        if name not in PRESETS:
+            raise UsageError(f"warm.models {where} {name!r} is not a preset ({', '.join(PRESETS)}). To fix, name one "
+                             "of those; a model folder goes to --model.")
     return profile

@@ -31,6 +31,10 @@ REQUIRED_COMPONENTS = ("torch", "triton", "aiter", "atom", "deps")
 # Keys of a component table that become build arguments (COMPONENT_KEY); the rest is provenance for the report.
 ARG_KEYS = ("source", "version", "repo", "ref", "index_url", "package")
 
+class SIZES:  # noqa: N801 - a schema type, named like the others' `list`, `int`
+    """A list of whole numbers of at least 1 (tensor-parallel sizes); --set takes them comma-separated: 1,8."""
+
+
 _COMPONENT = {"source": SOURCES, "version": str, "repo": str, "ref": str, "branch": str, "index_url": str,
               "package": str, "prebuild_kernels": bool, "triton_only": bool, "hsa_standin": bool, "max_jobs": int, "build": list}
 SCHEMA: dict[str, object] = {
@@ -42,6 +46,7 @@ SCHEMA: dict[str, object] = {
     "validation": {"device": ("cuda", "cpu"), "env": dict},
     "smoke": {"mode": ("atom", "cpu"), "command": list, "min_tokens": int, "gpu": bool},
     "standin": {"suite": str, "base_packages": list},
+    "warm": {"enabled": bool, "models": list, "tp": SIZES},
 }
 REQUIRED = ("name", "python", "base", "components")
 
@@ -261,6 +266,8 @@ def _fits(value: object, spec: object) -> bool:
         return isinstance(value, int) and not isinstance(value, bool)
     if spec is list:
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if spec is SIZES:
+        return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value)
     if spec is dict:
         return isinstance(value, Mapping) and all(isinstance(v, str) for v in value.values())
     return isinstance(spec, type) and isinstance(value, spec)
@@ -271,6 +278,7 @@ def _describe(spec: object) -> str:
         return "one of " + ", ".join(map(repr, spec))
     names: dict[object, str] = {str: "a string (quote it, e.g. \"3.12\")", bool: "true or false",
                                 int: "a whole number", float: "a number", list: "a list of strings",
+                                SIZES: "a list of whole numbers of at least 1 (e.g. [1, 8]; --set: 1,8)",
                                 dict: "a table of strings"}
     return names.get(spec, str(spec))
 
@@ -329,6 +337,9 @@ def coerce(value: object, spec: object, dotted: str, file: Path) -> object:
             converted = value
     elif spec is list:
         converted = [v.strip() for v in value.split(",") if v.strip()]
+    elif spec is SIZES:
+        parts = [v.strip() for v in value.split(",") if v.strip()]
+        converted = [int(v) for v in parts] if all(v.isdigit() for v in parts) else value
     else:
         converted = value
     if not _fits(converted, spec):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.gpucode import aiter_asm_sample
 from validation.audit.context import Context
 
 REPO = Path(__file__).resolve().parents[2]
@@ -127,6 +128,9 @@ def executable(path: Path) -> Path:
 
 
 def make_context(site: Path | None, root: Path, arch: str | None = "gfx942", env: dict | None = None, **kw) -> Context:
-    """A probe context over a fake image: root is its /, site its only sys.path entry."""
+    """A probe context over a fake image: root is its /, site its only sys.path entry. An image for an arch carries
+    that arch's assembly kernels beside its aiter (one real one, tests.support.gpucode)."""
+    if site is not None and arch and (site / "aiter").is_dir() and not (site / "aiter_meta").exists():
+        aiter_asm_sample(site, arch)
     return Context(arch=arch, arch_source="--arch" if arch else "test: no arch", env=dict(env or {}), root=root,
                    sys_path=[str(site)] if site else [], **kw)

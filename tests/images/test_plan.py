@@ -165,9 +165,27 @@ def test_the_layers_start_from_each_other():
     assert (venv["WHEELS_IMAGE"], venv["BASE_IMAGE"]) == (plan.wheels.image, plan.base_image)
 
 
-def test_patch_builds_on_the_clean_image():
-    plan = make()
-    assert dict(plan.patch.build_args) == {"IMAGE": plan.clean.image}
+def test_patch_builds_on_the_clean_image_and_warms_the_profiles_models():
+    plan = make("offline")
+    assert dict(plan.patch.build_args) == {"IMAGE": plan.clean.image, "WARM_MODELS": "qwen3-30b-a3b",
+                                           "WARM_MODEL_CONFIG": "", "WARM_TP": "8"}
+
+
+def test_the_warm_step_reads_the_models_config_json_as_one_line(tmp_path):
+    (tmp_path / "config.json").write_text('{\n "hidden_size": 32,\n "model_type": "llama"\n}\n')
+    args = dict(make(model=tmp_path).patch.build_args)
+    assert args["WARM_MODEL_CONFIG"] == '{"hidden_size":32,"model_type":"llama"}'
+
+
+def test_a_models_config_that_is_not_json_is_bad_input(tmp_path):
+    (tmp_path / "config.json").write_text("[1, 2")
+    with pytest.raises(UsageError, match=f"--model {tmp_path}: its config.json is not readable JSON"):
+        make(model=tmp_path)
+
+
+def test_a_profile_without_the_warm_step_passes_no_warm_arguments():
+    plan = make("offline", {"warm.enabled": "false"})
+    assert [k for k, _ in plan.patch.build_args] == ["IMAGE"]
 
 
 # ---- build arguments ------------------------------------------------------------------------------------------
@@ -320,14 +338,25 @@ def test_two_runs_share_the_content_keyed_images_but_not_containers():
     assert (a.validate.name != b.validate.name, a.options.run_dir != b.options.run_dir) == (True, True)
 
 
-def test_candidate_name_changes_with_the_patches(tmp_path, monkeypatch):
+@pytest.mark.parametrize("changed", ["patches/catalog/tuned_gemm_hipblaslt.py", "validation/tritoncache/plan.py",
+                                     "validation/models.py"])
+def test_candidate_name_changes_with_the_patches_and_the_warm_code(tmp_path, monkeypatch, changed):
     before = make().patch.image
-    shutil.copytree(ROOT / "patches", tmp_path / "patches", ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in ("patches", "validation"):
+        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(P, "REPO_ROOT", tmp_path)
     assert make().patch.image == before
-    catalog = tmp_path / "patches" / "catalog" / "tuned_gemm_hipblaslt.py"
-    catalog.write_text(catalog.read_text() + "\n# changed\n")
+    (tmp_path / changed).write_text((tmp_path / changed).read_text() + "\n# changed\n")
     assert make().patch.image != before
+
+
+def test_what_the_warm_step_does_not_run_is_not_in_the_candidates_key(tmp_path, monkeypatch):
+    before = make().patch.image
+    for folder in ("patches", "validation"):
+        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(P, "REPO_ROOT", tmp_path)
+    (tmp_path / "validation" / "checks" / "lds_budget.py").write_text("# changed\n")
+    assert make().patch.image == before
 
 
 # ---- the commands build-clean runs ----------------------------------------------------------------------------
@@ -396,3 +425,35 @@ def test_the_containerd_store_adds_no_cache_for_a_local_registry():
 def test_cache_none_turns_it_off_for_a_remote_registry():
     plan = make(registry="localhost:5000/ab", cache="none")
     assert cache_flags(plan.wheels, plan.options) == ()
+
+
+def _validation_imports(path: Path) -> set[str]:
+    """The validation modules a file imports anywhere in it (ast), as paths under validation/."""
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = ([node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+                 if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("validation") else
+                 [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+        for name in (n for n in names if n.startswith("validation.")):
+            rel = Path(*name.split(".")[1:])
+            for candidate in (ROOT / "validation" / rel / "__init__.py", (ROOT / "validation" / rel).with_suffix(".py")):
+                if candidate.is_file():
+                    found.add(str(candidate.relative_to(ROOT / "validation")))
+    return found
+
+
+def test_the_warm_code_is_what_the_warm_step_imports_and_what_the_patch_context_sends():
+    """Every validation module the warm program reaches (its import closure, read from the source) is in the
+    candidate's key (plan.WARM_CODE) and sent by .dockerignore into the patch step's context."""
+    todo, seen = ["tritoncache/__main__.py"], set()
+    while todo:
+        rel = todo.pop()
+        if rel not in seen:
+            seen.add(rel)
+            todo += sorted(_validation_imports(ROOT / "validation" / rel))
+    tops = {rel.split("/")[0] for rel in seen} | {"__init__.py"}
+    assert tops <= set(P.WARM_CODE), sorted(tops - set(P.WARM_CODE))
+    ignore = (ROOT / ".dockerignore").read_text().splitlines()
+    assert [name for name in P.WARM_CODE if f"!validation/{name}" not in ignore] == []

@@ -4,6 +4,7 @@ bundles), with llvm-readelf's own text for both, to compare against."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import subprocess
@@ -43,6 +44,28 @@ def aiter_hsa(dest: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)  # noqa: S603,S607
     return dest / "hsa"
+
+
+def aiter_asm_sample(site: Path, arch: str) -> Path:
+    """The smallest real assembly kernel of arch in aiter's hsa/ at the pin, where an installed aiter keeps them
+    (site/aiter_meta/hsa/<arch>/...): an image's site for that arch, not a source tree's."""
+    path, data = _smallest_asm(arch)
+    dest = site / "aiter_meta" / path
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_bytes(data)
+    return dest
+
+
+@functools.cache
+def _smallest_asm(arch: str) -> tuple[str, bytes]:
+    git_dir = Path(os.environ.get("ATOM_BUILD_MIRROR") or MIRROR) / "aiter.git"
+    if not git_dir.is_dir():
+        _missing(f"{git_dir} is missing (set ATOM_BUILD_MIRROR to the folder holding aiter.git)")
+    git = ["git", "-c", "safe.directory=*", f"--git-dir={git_dir}"]
+    rows = subprocess.run([*git, "ls-tree", "-r", "-l", AITER_PIN, f"hsa/{arch}/"], capture_output=True,  # noqa: S603
+                          text=True, check=True).stdout.splitlines()
+    _, blob, path = min((int(r.split()[3]), r.split()[2], r.split("\t")[1]) for r in rows if r.endswith(".co"))
+    return path, subprocess.run([*git, "cat-file", "blob", blob], capture_output=True, check=True).stdout  # noqa: S603
 
 
 @pytest.fixture(scope="session")

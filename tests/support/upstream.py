@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from cleanbuild.core.spec import REPO_ROOT
-from cleanbuild.upstream import mirror
+from cleanbuild.upstream import mirror, wheelindex
 from cleanbuild.upstream.imports import Tree
 from cleanbuild.upstream.profiles import Profile
 
@@ -43,8 +43,10 @@ def upstream_dir() -> Path:
 
 
 def mirrored(profile: Profile) -> Profile:
-    """The profile with its aiter and ATOM read from upstream_dir(), as ATOM_BUILD_MIRROR makes a task read them."""
-    return mirror.attach(profile, upstream_dir())
+    """The profile with its aiter and ATOM read from upstream_dir(), as ATOM_BUILD_MIRROR makes a task read them, and
+    its CPU torch wheel from ATOM_BUILD_TORCH_INDEX when that is set (CI's machine keeps it in a folder)."""
+    return wheelindex.attach(mirror.attach(profile, upstream_dir()),
+                             wheelindex.location(os.environ.get(wheelindex.ENV)))
 
 
 def writable_copy(name: str, dest: Path) -> Path:

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from validation.payload.cli import main
-from validation.payload.judge import OK, PRESENT, judge, status
+from validation.payload.judge import AITER_NEEDS, OK, PRESENT, judge, status
 from validation.payload.prune import PruneError, prune
-from validation.payload.scan import manifest, scan
+from validation.payload.scan import TRITON_CACHE, manifest, scan
 
 
 @pytest.fixture(scope="session")
@@ -106,3 +106,27 @@ def test_prune_on_the_command_line_writes_the_record(site, tmp_path, capsys):
     assert main(["prune", "--site", str(site), "--arch", "gfx942", "--json-file", str(out)]) == 0
     assert out.read_text().count('"arch": "gfx950"') == 1407
     assert capsys.readouterr().err.splitlines()[0] == "left out gfx1250: 35 code objects, 3003432 bytes"
+
+
+def test_an_installed_aiter_with_no_assembly_kernels_at_all_is_present_for_its_arch(tmp_path):
+    """No other arch's folder left, none for the image's either: aiter's loader finds nothing (the 'prebuilt with
+    zero kernels' image). Where aiter is not installed (a source tree) the family is not needed."""
+    (tmp_path / "site").mkdir()
+    m = manifest(scan([tmp_path / "site"], root=tmp_path), target="gfx950", roots=["/"])
+    asm = next(v for v in judge(m, "gfx950", AITER_NEEDS) if v.name == "aiter assembly kernels")
+    assert (asm.status, asm.line) == (PRESENT, "aiter assembly kernels: none for gfx950 (none at all) where the "
+                                               "runtime needs them: its loader finds no kernel for the arch, a "
+                                               "'prebuilt' image with zero kernels")
+    assert next(v for v in judge(m, "gfx950") if v.name == "aiter assembly kernels").status == OK
+
+
+def test_a_triton_cache_for_another_arch_only_is_present(site, tmp_path):
+    """The warm step's cache (/opt/atom-build/triton-cache) is a family of its own: code for gfx950 alone in a gfx942
+    image is a cache that serves no kernel."""
+    stray = next((site / "aiter_meta" / "hsa" / "gfx950" / "pa").glob("*.co"))
+    cache = tmp_path / "opt" / "atom-build" / "triton-cache" / "KEY"
+    cache.mkdir(parents=True)
+    shutil.copy(stray, cache / "_kernel.hsaco")
+    m = manifest(scan([tmp_path / "opt" / "atom-build"], root=tmp_path), target="gfx942", roots=["/"])
+    verdict = next(v for v in judge(m, "gfx942") if v.name == TRITON_CACHE)
+    assert verdict.status == PRESENT and verdict.line.startswith("Triton cache: code for gfx950 (gfx950 1 files")

@@ -23,6 +23,8 @@ def roots(ctx: Context) -> list[Path]:
     rocm = ctx.path(ROCM)
     if rocm.exists():
         found.append(rocm.resolve() if rocm.is_symlink() else rocm)
+    if ctx.env.get("TRITON_CACHE_DIR"):
+        found.append(ctx.path(ctx.env["TRITON_CACHE_DIR"]))
     return [r for r in dict.fromkeys(found) if r.is_dir()]
 
 
@@ -41,7 +43,7 @@ def payload(ctx: Context) -> Finding:
         f.evidence.append(f"target arch unknown ({ctx.arch_source}); code by arch: "
                           + ", ".join(f"{a} {judge.mib(r['bytes'])}" for a, r in m["archs"].items()))
         return f
-    verdicts = judge.judge(m, ctx.arch)
+    verdicts = judge.judge(m, ctx.arch, judge.AITER_NEEDS if pyenv.locate(ctx, "aiter") is not None else ())
     f.status = PRESENT if judge.status(verdicts) == judge.PRESENT else OK
     f.evidence += [v.line for v in sorted(verdicts, key=lambda v: v.status != judge.PRESENT)]
     f.evidence.append(f"{result.files_read} files read under {', '.join(m['roots'])} in {result.seconds} s")

@@ -16,6 +16,7 @@ from validation.audit import (
     kernels,
     leftovers,
     pyenv,
+    triton_cache,
     versions,
 )
 from validation.audit.context import PRESENT, UNKNOWN, Context, Finding
@@ -30,6 +31,7 @@ PROBES = (
     kernels.ck_free,
     kernels.prebuilt_kernels,
     gpucode.payload,
+    triton_cache.first_use_compile,
     coverage.tuned_csv_coverage,
     hygiene.pip_check,
     hygiene.duplicate_distributions,

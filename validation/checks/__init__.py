@@ -7,6 +7,7 @@ import traceback
 
 from validation.checks import (
     arch_consistency,
+    first_use_compile,
     gemm_asm,
     gemm_ck,
     gemm_hipblaslt,
@@ -20,7 +21,7 @@ from validation.checks.context import Context
 from validation.report import FAILED, CheckResult
 
 CHECKS = {m.NAME: m for m in (arch_consistency, gemm_hipblaslt, gemm_triton, moe_triton, gemm_ck, gemm_asm,
-                              lds_budget, tuned_csv_coverage, payload)}
+                              lds_budget, tuned_csv_coverage, payload, first_use_compile)}
 
 
 def run_check(name: str, ctx: Context) -> CheckResult:

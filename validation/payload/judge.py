@@ -2,8 +2,10 @@
 both give (one rule set, two reports).
 
 PRESENT when code for another arch sits in a family the runtime loads by folder (aiter's assembly kernels: a wrong
-get_gpu_arch() would load them instead of failing), when a folder named for one arch holds another's code, or when
-a family the image ships has code for other archs but none for the image's. Multi-arch bundles (a prebuilt module,
+get_gpu_arch() would load them instead of failing), when a folder named for one arch holds another's code, when
+a family the image ships has code for other archs but none for the image's, or when a family the runtime needs has
+none at all (aiter's assembly kernels where aiter is installed: its loader wants hsa/<arch>/, whatever else is
+left; the "prebuilt with zero kernels" image). Multi-arch bundles (a prebuilt module,
 torch's kernels) are not foreign code: the HIP runtime loads the entry that matches the device. The base image's
 code is reported as information: no layer of ours can remove it.
 """
@@ -13,11 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from validation.payload.scan import AITER_ASM, AITER_MODULES
+from validation.payload.scan import AITER_ASM, AITER_MODULES, TRITON_CACHE
 
 OK, PRESENT, INFO = "ok", "PRESENT", "info"
 BY_FOLDER = (AITER_ASM,)  # families whose loader picks a folder by arch
-FAMILIES = (AITER_ASM, AITER_MODULES)
+FAMILIES = (AITER_ASM, AITER_MODULES, TRITON_CACHE)
+# Families an installed aiter needs whether or not another arch's code is there.
+AITER_NEEDS = (AITER_ASM,)
 
 
 @dataclass(frozen=True)
@@ -31,8 +35,9 @@ def mib(n: int) -> str:
     return f"{n / 2**20:.1f} MiB"
 
 
-def judge(m: dict[str, Any], target: str) -> list[Verdict]:
-    out = [_family(name, m["families"].get(name) or {}, target) for name in FAMILIES]
+def judge(m: dict[str, Any], target: str, needs: tuple[str, ...] = ()) -> list[Verdict]:
+    """needs: families the image's runtime loads (AITER_NEEDS where aiter is installed): none of them is PRESENT."""
+    out = [_family(name, m["families"].get(name) or {}, target, name in needs) for name in FAMILIES]
     out += [Verdict("misplaced", PRESENT, f"{x['path']} is {x['arch']} code in a folder named {x['folder_arch']}")
             for x in m["misplaced"][:5]]
     if len(m["misplaced"]) > 5:
@@ -45,8 +50,11 @@ def judge(m: dict[str, Any], target: str) -> list[Verdict]:
     return out
 
 
-def _family(name: str, archs: dict[str, dict[str, int]], target: str) -> Verdict:
+def _family(name: str, archs: dict[str, dict[str, int]], target: str, needed: bool = False) -> Verdict:
     if not archs:
+        if needed:
+            return Verdict(name, PRESENT, f"{name}: none for {target} (none at all) where the runtime needs them: "
+                                          "its loader finds no kernel for the arch, a 'prebuilt' image with zero kernels")
         return Verdict(name, OK, f"{name}: none in this image")
     mine = archs.get(target)
     others = {a: c for a, c in archs.items() if a != target}

@@ -24,6 +24,8 @@ SITE_DIRS = ("site-packages", "dist-packages")
 # Families of kernels an image ships whose arch coverage is checked as a whole (cleanbuild's audit, validation).
 AITER_ASM = "aiter assembly kernels"
 AITER_MODULES = "aiter prebuilt modules"
+TRITON_CACHE = "Triton cache"  # compiled ahead by the warm step (validation.tritoncache): /opt/atom-build/triton-cache
+TRITON_CACHE_DIR = "/triton-cache/"
 OURS = ("/opt/venv", "/opt/atom-build")  # what the clean image's own layers write; the rest is the base image's
 
 
@@ -148,6 +150,8 @@ def folder_arch(path: str) -> str | None:
 def family(path: str, owner: str) -> str:
     if "/aiter_meta/hsa/" in path or "/aiter/hsa/" in path:
         return AITER_ASM
+    if TRITON_CACHE_DIR in path:
+        return TRITON_CACHE
     if path.endswith(".so") and ("/aiter/jit/" in path or "/aiter_meta/" in path or "/.aiter/" in path):
         return AITER_MODULES
     return owner
