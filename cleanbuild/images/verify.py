@@ -10,6 +10,7 @@ kept as `<unit image>-rebuilt` for a closer look.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import replace
@@ -51,6 +52,7 @@ def rebuild_plan(client: DockerClient, ref: str, given: Request) -> tuple[Plan, 
     info = engine.inspect(client, ref)
     labels = info.get("Config", {}).get("Labels") or {}
     request, unit_name, registry = label_request(labels, given, ref)
+    request = _with_warm_model(request, _json_object(labels.get(engine.INPUTS_LABEL)) or {})
     plan = make_plan(request.profile, replace(request, registry=registry, cache="none").build(request.arch[0]))
     unit = plan.unit(unit_name)
     if unit.key != labels.get(engine.KEY_LABEL):
@@ -63,6 +65,18 @@ def rebuild_plan(client: DockerClient, ref: str, given: Request) -> tuple[Plan, 
         raise UsageError(f"{ref} was built from lock {lock[:19]}, this checkout has {plan.prepare.lock_digest[:19]}. "
                          "To fix, check out the commit that built it.")
     return plan, unit_name, info["Id"]
+
+
+def _with_warm_model(request: Request, inputs: Mapping[str, Any]) -> Request:
+    """The request with the model whose config.json the candidate was warmed for (its WARM_MODEL_CONFIG input, the
+    config as one line of JSON) when none is given: written to a folder of the cache, as --model would give it."""
+    config = inputs.get("WARM_MODEL_CONFIG")
+    if request.model is not None or not isinstance(config, str) or not config:
+        return request
+    folder = request.cache_dir / "verify" / f"model-{hashlib.sha256(config.encode()).hexdigest()[:16]}"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(config + "\n")
+    return replace(request, model=folder)
 
 
 def _json_object(text: str | None) -> dict[str, Any] | None:

@@ -29,6 +29,7 @@ from cleanbuild.images import prepare
 from cleanbuild.images.plan import make_plan
 from cleanbuild.upstream import profiles
 from tests.support.derived import derived_images
+from tests.support.gpucode import aiter_asm_sample
 from tests.support.requests import build_of
 
 pytestmark = pytest.mark.docker
@@ -63,6 +64,7 @@ def build_context(folder, upstream):
     site = folder / "site"
     install_tree(site, "amd-aiter", "0.1.20.dev0+g79366eb8", upstream / "aiter", "aiter")
     install_tree(site, "atom", "0.1.1.dev1+g181b0f46", upstream / "atom", "atom")
+    aiter_asm_sample(site, "gfx942")  # an installed aiter carries its arch's assembly kernels (one real one here)
     files = {"triton/__init__.py": "__version__ = '3.6.0'\n", "triton/language/__init__.py": ""}
     install_files(folder / "tritons", "triton", "3.6.0", files)
     install_files(folder / "tritons", "pytorch-triton-rocm", "3.5.0", files)

@@ -30,12 +30,20 @@ def test_every_row_names_its_date_and_command(name):
     entry = results()["benchmarks"][name]
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", entry["date"])
     assert entry["engine"] and entry["command"]
-    rows = [line for line in render.section(name, entry) if line.startswith("| ") and "---" not in line][1:]
+    rows = [line for line in render.section(name, entry, results()["machine"]) if line.startswith("| ")
+            and "---" not in line][1:]
     assert rows, f"{name} renders no row"
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split(" | ")]
         assert cells[2].startswith(entry["date"]), row
         assert cells[3].startswith("`") and ("benchmarks/" in cells[3] or ".ci/run" in cells[3]), row
+
+
+def test_every_section_names_its_machine():
+    data = results()
+    data["benchmarks"]["tier_gc"] = {**data["benchmarks"]["tier_gc"], "machine": "NVIDIA H200 (16 CPU cores)"}
+    page = render.render(data)
+    assert f"Machine: {data['machine']}." in page and "Machine: NVIDIA H200 (16 CPU cores). Engine" in page
 
 
 def test_a_benchmark_the_script_does_not_know_is_refused():

@@ -240,7 +240,13 @@ def test_a_model_whose_shapes_do_not_split_is_one_line(capsys, tmp_path):
                      "--tp", "8", "--cache", str(tmp_path / "c"), "--aiter-src", str(ROOT / "no-such-aiter")])
     err = capsys.readouterr().err
     assert (code, err) == (2, f"python -m validation.tritoncache: error: --model {tmp_path / 'config.json'}: its shapes "
-                              "cannot be planned (heads=30 is not divisible by tp=8)\n")
+                              "cannot be planned at tp [8] (heads=30 is not divisible by tp=8)\n")
+
+
+def test_a_size_the_model_does_not_split_at_is_left_out_and_said():
+    made = plan.make("llama3-8b", "gfx950", "ckfree", [1, 3], [1], "test", lambda M, N, K: "hipblaslt")
+    assert made.not_planned == ["tp=3: heads=32 is not divisible by tp=3"]
+    assert made.dispatch == {"hipblaslt": 5}  # tp=1's five layers (lm_head, qkv, o, gate_up, down) at M=1
 
 
 def test_calls_are_ordered_and_hashable():

@@ -1,6 +1,7 @@
 """The `first-use-compile` finding: would a first request compile a Triton kernel in this image? The same replay as
-validation's check (validation.tritoncache.prove) against the image's cache: PRESENT when a kernel the image runs
-is not in it, naming the kernels and why (another arch, another Triton, no cache at all)."""
+validation's check (validation.tritoncache.prove) against the image's cache, for the models its manifest names
+(else audit's --model): PRESENT when a kernel the image runs is not in it, naming the kernels and why (another arch,
+another Triton, no cache at all); unknown for an image with no manifest and no --model."""
 
 from __future__ import annotations
 
@@ -24,9 +25,8 @@ def first_use_compile(ctx: Context) -> Finding:
         f.evidence.append("not replayed: " + (why if mode is None else "no arch, no aiter, or not the image's own Python"))
         return f
     result, failed = prove.replay(ctx.arch, mode, ctx.model, ctx.tp, env=ctx.env, manifest=ctx.path(prove.MANIFEST))
-    if result is None:
-        f.status = PRESENT if "no Triton cache manifest" in failed else UNKNOWN
-        f.evidence.append(failed)
+    if result is None:  # no manifest and no --model: nothing says which kernels this image runs
+        f.evidence.append(failed + ("; give --model to name what compiles at first use" if ctx.model is None else ""))
         return f
     ok, line = prove.summary(result)
     f.status = OK if ok and not result["compiled_at_first_use"] else PRESENT

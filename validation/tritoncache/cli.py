@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _request(args):
-    from validation import aiter_probe, models
+    from validation import aiter_probe
     from validation.tritoncache import manifest
     from validation.tritoncache.run import MANIFEST, Request
 
@@ -67,14 +67,8 @@ def _request(args):
     if args.command == "warm" and not model_list:
         raise UsageError("no model to warm for: give --model PRESET|CONFIG.json")
     tp = tuple(args.tp or (warmed or {}).get("tp") or [8])
-    for model in model_list:  # every shape the plan needs, before anything is imported or compiled
-        try:
-            _, cfg = models.load_config(model)
-            for size in tp:
-                models.gemm_shapes(cfg, size)
-                models.expert_shape(cfg, size)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise UsageError(f"--model {model}: its shapes cannot be planned ({exc})") from None
+    for model in model_list:  # before anything is imported or compiled: a size the model runs at, at least
+        _plannable(model, tp)
     cache = args.cache or (Path(os.environ["TRITON_CACHE_DIR"]) if os.environ.get("TRITON_CACHE_DIR") else None)
     if cache is None:
         raise UsageError("no cache folder: give --cache DIR or set TRITON_CACHE_DIR")
@@ -86,6 +80,26 @@ def _request(args):
     target = args.target or f"hip:{args.arch}"
     return Request(args.arch, args.ck_mode, tuple(model_list), tp, target, cache.resolve(), root,
                    ARCHS[args.arch].default_cu_num, max(1, getattr(args, "jobs", 1))), warmed
+
+
+def _plannable(model: str, tp: tuple[int, ...]) -> None:
+    """UsageError when the model's config cannot be read, or when no tensor-parallel size splits it (a size that
+    does not is left out of the plan: validation.tritoncache.plan)."""
+    from validation import models
+
+    why = []
+    try:
+        _, cfg = models.load_config(model)
+        for size in tp:
+            try:
+                models.gemm_shapes(cfg, size)
+                models.expert_shape(cfg, size)
+                return
+            except ValueError as exc:
+                why.append(str(exc))
+    except (ValueError, KeyError, TypeError) as exc:
+        why.append(f"{type(exc).__name__}: {exc}" if not isinstance(exc, ValueError) else str(exc))
+    raise UsageError(f"--model {model}: its shapes cannot be planned at tp {list(tp)} ({'; '.join(why)})")
 
 
 def _writable(cache: Path) -> None:

@@ -77,7 +77,13 @@ def make(model: str, arch: str, ck_mode: str, tp: list[int], m_values: list[int]
     plan = Plan(str(name), arch, ck_mode, list(tp), list(m_values), m_from)
     quant = quantization(cfg)
     for size in tp:
-        for shape in models.gemm_shapes(cfg, size):
+        try:
+            shapes = models.gemm_shapes(cfg, size)
+            models.expert_shape(cfg, size)
+        except ValueError as exc:  # not a size this model runs at
+            plan.not_planned.append(f"tp={size}: {exc}")
+            continue
+        for shape in shapes:
             dtype = BF16 if shape.layer in BF16_LAYERS else quant
             _linear(plan, shape, dtype, size, bf16_libtype)
         _experts(plan, cfg, quant, size)

@@ -8,7 +8,9 @@ the launch options only AMD's backend knows are dropped for a CUDA target, as th
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +30,8 @@ BLOCK = 128  # the 1x128 / 128x128 block scales of fp8 block-scale checkpoints
 @dataclass
 class Replayed:
     events: list[hooks.Event] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)  # per call, in order (synchronised on a GPU)
+    per_call: list[list[hooks.Event]] = field(default_factory=list)  # the events of each call
     failures: list[str] = field(default_factory=list)  # "<call>: <error>", one per call that raised
     kernels: list = field(default_factory=list)  # (src, group, hash) per distinct kernel: hooks.compiled, the stubs
     missed: dict[str, str] = field(default_factory=dict)  # cache key -> kernel, under hooks.reading_only
@@ -39,19 +43,27 @@ def open_aiter(aiter_pkg: Path, arch: str) -> None:
     aiter_adapter.set_arch(arch, False)
 
 
-def replay(calls: Iterable[Call], arch: str, target: hooks.Target, keep_kernels: bool = False) -> Replayed:
-    """Every call, compile only, with the listener on. A call that raises is recorded and the rest go on."""
+def replay(calls: Iterable[Call], arch: str, target: hooks.Target, keep_kernels: bool = False,
+           device: str = "cpu") -> Replayed:
+    """Every call with the listener on: compile only on the CPU (no device), launched for real on device "cuda". A call
+    that raises is recorded and the rest go on."""
     out = Replayed()
     seen: set[str] = set()
-    with hooks.compile_only(), hooks.listening() as listener:
+    launching = device != "cpu"
+    with contextlib.nullcontext() if launching else hooks.compile_only(), hooks.listening() as listener:
         for call in calls:
-            before = len(listener.events)
+            before, start = len(listener.events), time.perf_counter()
             try:
-                _CALLS[call.entry](call, arch, target.backend)
+                with torch.device(device):
+                    _CALLS[call.entry](call, arch, target.backend)
+                if launching:
+                    torch.cuda.synchronize()
             except hooks.Miss as miss:  # the call's later kernels are not reached: the count is a lower bound
                 out.missed[miss.key] = miss.name
             except Exception as e:  # noqa: BLE001 - a kernel that does not compile for the arch is the finding
                 out.failures.append(f"{describe(call)}: {type(e).__name__}: {_first_line(e)}")
+            out.seconds.append(round(time.perf_counter() - start, 4))
+            out.per_call.append(listener.events[before:])
             if keep_kernels:
                 for event, source in zip(listener.events[before:], listener.sources[before:], strict=True):
                     if event.hash not in seen:
