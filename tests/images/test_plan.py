@@ -168,7 +168,7 @@ def test_the_layers_start_from_each_other():
 def test_patch_builds_on_the_clean_image_and_warms_the_profiles_models():
     plan = make("offline")
     assert dict(plan.patch.build_args) == {"IMAGE": plan.clean.image, "WARM_MODELS": "qwen3-30b-a3b",
-                                           "WARM_MODEL_CONFIG": "", "WARM_TP": "8"}
+                                           "WARM_MODEL_CONFIG": "", "WARM_TP": "1 8"}
 
 
 def test_the_warm_step_reads_the_models_config_json_as_one_line(tmp_path):

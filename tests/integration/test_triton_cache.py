@@ -35,7 +35,7 @@ RUN rm -rf "$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"
 
 
 @pytest.fixture(scope="module")
-def candidates(docker_engine, candidates) -> dict[str, str]:
+def candidates(docker_engine, offline_builds) -> dict[str, str]:
     """variant -> candidate image, each found by its key (or built again where an earlier test removed it)."""
     return {v.name: build_variant(docker_engine, v).plan.patch.image for v in VARIANTS}
 
@@ -118,7 +118,7 @@ def test_an_image_built_without_the_warm_step_compiles_at_first_use(docker_engin
 def test_a_kernel_that_does_not_compile_for_the_arch_stops_the_build_naming_it(docker_engine):
     """DeepSeek-V3's fp8 block-scale GEMM at M=1 does not compile for gfx950 with PyPI's Triton 3.6.0: the image
     would fail its first decode at batch 1; the patch step fails instead, naming the call."""
-    plan = offline_plan(Variant("gfx950", True), overrides={"warm.models": "deepseek-v3"})
+    plan = offline_plan(Variant("gfx950", True), overrides={"warm.models": "deepseek-v3", "warm.tp": "8"})
     with pytest.raises(Exception) as info:  # noqa: PT011 - the step's own error class is the pipeline's
         pipeline.run(plan, docker_engine, ("preflight", "prepare", "wheels", "clean", "patch"), failed_report=False)
     log = (plan.options.run_dir / "candidate.log").read_text()

@@ -24,7 +24,7 @@ def first_use_compile(ctx: Context) -> Finding:
     if ctx.arch is None or mode is None or pyenv.locate(ctx, "aiter") is None or ctx.python is None:
         f.evidence.append("not replayed: " + (why if mode is None else "no arch, no aiter, or not the image's own Python"))
         return f
-    result, failed = prove.replay(ctx.arch, mode, ctx.model, ctx.tp, env=ctx.env, manifest=ctx.path(prove.MANIFEST))
+    result, failed = prove.replay(ctx.arch, mode, ctx.model, ctx.tp, env=ctx.env, manifest=ctx.path(str(prove.MANIFEST)))
     if result is None:  # no manifest and no --model: nothing says which kernels this image runs
         f.evidence.append(failed + ("; give --model to name what compiles at first use" if ctx.model is None else ""))
         return f
