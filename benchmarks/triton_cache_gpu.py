@@ -110,6 +110,7 @@ def main() -> None:
     p.add_argument("--model", action="append", default=[])
     p.add_argument("--tp", type=int, nargs="+", default=[8])
     p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--modes", default="cold,warm", help="the launches of a round (cold, warm)")
     p.add_argument("--out", type=Path)
     p.add_argument("--launch", help=argparse.SUPPRESS)
     p.add_argument("--no-compiler", action="store_true", help=argparse.SUPPRESS)
@@ -118,13 +119,15 @@ def main() -> None:
     if args.record:
         return record(args.record)
     args.model = args.model or ["qwen3-30b-a3b", "deepseek-v3"]
+    args.modes = args.modes.split(",")
     if args.launch:
         return _launch_here(args)
     work = Path(tempfile.mkdtemp(prefix="triton-gpu-"))
     warmed = warm(args, work / "warmed")
+    print(json.dumps({"warm_step": warmed}), file=sys.stderr)
     rounds = []
     for i in range(args.rounds):  # alternating: cold first in odd rounds, warm first in even ones
-        for mode in (("cold", "warm") if i % 2 == 0 else ("warm", "cold")):
+        for mode in [m for m in (("cold", "warm") if i % 2 == 0 else ("warm", "cold")) if m in args.modes]:
             cache = work / f"{mode}-{i}"
             shutil.rmtree(cache, ignore_errors=True)
             if mode == "warm":
@@ -132,7 +135,7 @@ def main() -> None:
             else:
                 cache.mkdir()
             rounds.append({"round": i + 1, "mode": mode, **launch(args, cache, no_compiler=mode == "warm")})
-            print(json.dumps(rounds[-1])[:400], file=sys.stderr)
+            print(json.dumps(rounds[-1]), file=sys.stderr)
     result = {"models": args.model, "tp": args.tp, "arch_configs": ARCH, "target": TARGET, "warm_step": warmed,
               "rounds": rounds}
     text = json.dumps(result, indent=1)

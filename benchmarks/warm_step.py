@@ -35,7 +35,8 @@ def build(mode: str, user: str) -> dict:
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"{mode} build failed: {proc.stderr[-2000:]}")
-    folder = next(line.split("report ", 1)[1].split(";")[0] for line in proc.stdout.splitlines() if "; report " in line)
+    said = (proc.stdout + proc.stderr).splitlines()
+    folder = next(line.split("; report ", 1)[1].split(";")[0].strip() for line in said if line.startswith("done: "))
     report = json.loads((Path(folder) / "report.json").read_text())
     patch = next(s for s in report["steps"] if s["name"] == "patch")
     candidate = next(u for u in report["units"] if u["name"] == "candidate")

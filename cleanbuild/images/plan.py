@@ -397,6 +397,8 @@ def _validate(profile: Profile, options: Build) -> RunSpec:
     env = {str(k): str(v) for k, v in table(conf.get("env", {})).items()}
     if device == "cpu":
         env.setdefault("TRITON_INTERPRET", "1")
+    if not profile.section("warm").get("enabled", True):
+        env[WARM_OFF[0]] = WARM_OFF[1]  # first-use-compile: the build chose compiles at first use
     return validation_run(options, device, env)
 
 
@@ -439,6 +441,11 @@ def patch_build(image: str, tag: str, only: tuple[str, ...] = (), warm: tuple[tu
     arguments (warm_args) where the plan has them."""
     args = [("IMAGE", image)] + ([("PATCH_ONLY", " ".join(only))] if only else []) + list(warm)
     return BuildSpec("patch", DOCKER_DIR / "Dockerfile.patch", REPO_ROOT, None, tuple(args), tag)
+
+
+# What the validate step tells first-use-compile when the profile turned the warm step off
+# (validation.checks.first_use_compile: a skip that says so, not a failure).
+WARM_OFF = ("ATOM_BUILD_WARM", "off")
 
 
 def warm_of(spec: BuildSpec) -> tuple[tuple[str, str], ...]:

@@ -457,3 +457,9 @@ def test_the_warm_code_is_what_the_warm_step_imports_and_what_the_patch_context_
     assert tops <= set(P.WARM_CODE), sorted(tops - set(P.WARM_CODE))
     ignore = (ROOT / ".dockerignore").read_text().splitlines()
     assert [name for name in P.WARM_CODE if f"!validation/{name}" not in ignore] == []
+
+
+def test_a_profile_without_the_warm_step_tells_validation_so():
+    env = dict(make("offline", {"warm.enabled": "false"}).validate.env)
+    assert env["ATOM_BUILD_WARM"] == "off"
+    assert "ATOM_BUILD_WARM" not in dict(make("offline").validate.env)

@@ -252,3 +252,20 @@ def test_a_size_the_model_does_not_split_at_is_left_out_and_said():
 def test_calls_are_ordered_and_hashable():
     assert sorted({Call("gemm_a8w8", "o", 1, 8, 8, 1), Call("gemm_a8w8", "o", 1, 8, 8, 1)}) == [
         Call("gemm_a8w8", "o", 1, 8, 8, 1)]
+
+
+def test_first_use_compile_skips_saying_so_where_the_build_turned_the_warm_step_off(cpu_ctx, monkeypatch):
+    from validation.checks import first_use_compile
+
+    monkeypatch.setenv("ATOM_BUILD_WARM", "off")
+    result = first_use_compile.run(cpu_ctx("gfx950", ck_mode="ckfree"))
+    assert (result.status, result.cases[0].note) == ("skipped", "the build turned the warm step off (profile "
+                                                     "warm.enabled = false): every Triton kernel the image runs "
+                                                     "compiles at its first call")
+
+
+def test_first_use_compile_names_an_unknown_ck_mode(cpu_ctx):
+    from validation.checks import first_use_compile
+
+    result = first_use_compile.run(cpu_ctx("gfx950"))
+    assert result.status == "skipped" and "ATOM_BUILD_CK_MODE unset" in result.cases[0].note

@@ -7,6 +7,8 @@ compiler. A cache for another arch, target, Triton or environment is as good as 
 
 from __future__ import annotations
 
+import os
+
 from validation.checks.context import Context
 from validation.report import Case, CheckResult
 
@@ -23,6 +25,10 @@ def run(ctx: Context) -> CheckResult:
     if ctx.ck_mode is None:
         return CheckResult.from_cases(NAME, [Case.skipped("first use", "triton-cache", "the image's CK mode is not "
                                                           "known (ATOM_BUILD_CK_MODE unset): pass --ck-mode")])
+    if os.environ.get("ATOM_BUILD_WARM") == "off" and not prove.MANIFEST.is_file():
+        return CheckResult.from_cases(NAME, [Case.skipped(
+            "first use", "triton-cache", "the build turned the warm step off (profile warm.enabled = false): "
+            "every Triton kernel the image runs compiles at its first call")])
     source = ctx.aiter_root if ctx.aiter_from_source else None
     result, why = prove.replay(ctx.arch.name, ctx.ck_mode, ctx.model, tuple(ctx.tp), aiter_src=source)
     if result is None:
