@@ -286,22 +286,24 @@ def warm_step(r: dict) -> Rows:
 
 
 def triton_cache_gpu(r: dict) -> Rows:
-    w = r["warm_step"]
-    rows: Rows = [("warm, no GPU visible", f"{w['kernels']} kernels for {r['target']} from {w['calls']} calls of "
-                   f"{', '.join(r['models'])} tp {r['tp']} (aiter's {r['arch_configs']} configs) in "
-                   f"{seconds(w['wall_s'])} on {w['jobs']} processes; {w['cache_bytes'] / 2**20:.1f} MiB; launchers "
+    w = r.get("warm_step")
+    rows: Rows = [("warm, no GPU visible", "not recorded (see the note)" if not w else
+                   f"{w['kernels']} kernels for {r['target']} from {w['calls']} calls in {seconds(w['wall_s'])} on "
+                   f"{w['jobs']} processes; {w['cache_bytes'] / 2**20:.1f} MiB; launchers "
                    f"{w['stubs']['launchers'] or w['stubs']['error']}")]
     for x in r["rounds"]:
+        name = f"round {x['round']}: {x['mode']} ({x['device']})"
         if x.get("error"):
-            rows.append((f"round {x['round']}: {x['mode']}", f"failed: {x['error'][:200]}"))
+            rows.append((name, x["error"][:200]))
             continue
-        rows.append((f"round {x['round']}: {x['mode']} ({x['device']})",
-                     f"first calls {seconds(x['seconds'])} for {x['calls']} calls; {x['hits']} of {x['kernels']} "
-                     f"kernels cache hits; misses {len(x['misses'])}; by entry: "
-                     + ", ".join(f"{k} {seconds(v)}" for k, v in x["per_entry"].items())))
+        counts = (f"{x['hits']} of {x['kernels']} kernels cache hits, {len(x['misses'])} misses, "
+                  f"{len(x['failures'])} failed calls; " if "hits" in x else "")
+        rows.append((name, f"first calls {seconds(x['seconds'])} for {x['calls']} calls of "
+                     f"{', '.join(r['models'])} tp {r['tp']} ({r['target']}, aiter's {r['arch_configs']} configs); "
+                     + counts + "by entry: " + ", ".join(f"{k} {seconds(v)}" for k, v in x["per_entry"].items())))
     medians = r.get("medians") or {}
     if medians.get("cold_s") and medians.get("warm_s"):
-        rows.append(("cold over warm (medians)", f"{medians['cold_s'] / medians['warm_s']:.1f} x "
+        rows.append(("cold over warm (medians)", f"{medians['cold_s'] / medians['warm_s']:.0f} x "
                                                 f"({seconds(medians['cold_s'])} against {seconds(medians['warm_s'])})"))
     return rows
 

@@ -20,13 +20,25 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT))
 
 from results_file import record  # noqa: E402  (benchmarks/, the script's folder)
 
 MODES = {"warm": (), "off": ("--set", "warm.enabled=false")}
 
 
+def forget_candidates() -> None:
+    """Every candidate image gone (found by its unit label, whatever its names), so the next build makes one."""
+    from cleanbuild.core.engine import UNIT_LABEL
+
+    ids = subprocess.run(["docker", "images", "-q", "--filter", f"label={UNIT_LABEL}=candidate"],  # noqa: S603,S607
+                         capture_output=True, text=True, check=True).stdout.split()
+    for image in sorted(set(ids)):
+        subprocess.run(["docker", "rmi", "-f", image], capture_output=True, check=False)  # noqa: S603,S607
+
+
 def build(mode: str, user: str) -> dict:
+    forget_candidates()
     subprocess.run(["docker", "builder", "prune", "-af"], capture_output=True, check=True)  # noqa: S607
     argv = [sys.executable, "-m", "cleanbuild.cli.main", "build-clean", "--profile", "offline", "--arch", "gfx950",
             "--ck-free", "--allow-no-smoke", "--user", user, "--progress", "plain", *MODES[mode]]
