@@ -269,3 +269,14 @@ def test_first_use_compile_names_an_unknown_ck_mode(cpu_ctx):
 
     result = first_use_compile.run(cpu_ctx("gfx950"))
     assert result.status == "skipped" and "ATOM_BUILD_CK_MODE unset" in result.cases[0].note
+
+
+def test_with_no_compiler_a_c_module_missing_from_the_cache_fails_naming_itself(tmp_path, monkeypatch):
+    """What a runtime image with no C compiler does with a launcher stub the cache lacks (hooks.no_compiler)."""
+    from triton.runtime.build import compile_module_from_src
+
+    from validation.tritoncache import hooks
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    with hooks.no_compiler(), pytest.raises(RuntimeError, match="wanted to compile its C module atom_build_probe"):
+        compile_module_from_src("int atom_build_probe;\n", "atom_build_probe")

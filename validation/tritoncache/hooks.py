@@ -124,14 +124,21 @@ def compiled(source: tuple):
 
 
 @contextlib.contextmanager
+def _knob(group, name: str, value) -> Iterator[None]:
+    """One of Triton's knobs set for a block, and put back."""
+    before = getattr(group, name)
+    setattr(group, name, value)
+    try:
+        yield
+    finally:
+        setattr(group, name, before)
+
+
+@contextlib.contextmanager
 def listening() -> Iterator[Listener]:
     listener = Listener()
-    before = triton.knobs.compilation.listener
-    triton.knobs.compilation.listener = listener
-    try:
+    with _knob(triton.knobs.compilation, "listener", listener):
         yield listener
-    finally:
-        triton.knobs.compilation.listener = before
 
 
 class Miss(Exception):
@@ -169,12 +176,8 @@ class _ReadOnlyCache:
 @contextlib.contextmanager
 def reading_only() -> Iterator[None]:
     """Triton reads its cache and never compiles into it: a kernel it lacks raises Miss (see _ReadOnlyCache)."""
-    before = triton.knobs.cache.manager_class
-    triton.knobs.cache.manager_class = _ReadOnlyCache
-    try:
+    with _knob(triton.knobs.cache, "manager_class", _ReadOnlyCache):
         yield
-    finally:
-        triton.knobs.cache.manager_class = before
 
 
 def cache_invalidating_env() -> dict[str, str]:
@@ -227,9 +230,5 @@ def no_compiler() -> Iterator[None]:
     def refuse(name, *args, **kwargs):  # noqa: ARG001
         raise RuntimeError(f"Triton wanted to compile its C module {name}: no C compiler in this run")
 
-    before = triton.knobs.build.impl
-    triton.knobs.build.impl = refuse
-    try:
+    with _knob(triton.knobs.build, "impl", refuse):
         yield
-    finally:
-        triton.knobs.build.impl = before
