@@ -3,8 +3,8 @@
 warm: compile the image's Triton kernels for its arch and models into the cache (TRITON_CACHE_DIR, or --cache),
 with no GPU, and write the manifest (--manifest, default /opt/atom-build/triton-cache.json). Exit 1 when a kernel
 does not compile for the arch (it would fail at first request), naming it.
-check: replay the same calls against a copy of the cache (the manifest's models and sizes when there is one) and
-exit 1 naming every kernel that would compile at first use. Exit 2: bad input, in one line.
+check: replay the same calls reading the cache only (the manifest's models and sizes when there is one) and exit 1
+naming every kernel that would compile at first use. Exit 2: bad input, in one line.
 """
 
 from __future__ import annotations

@@ -2,9 +2,10 @@
 
 warm: plan the calls for every model, make them compile-only into the cache, make the launcher stubs where a HIP
 runtime (or CUDA's) and a C compiler are there, and describe the result (the manifest). check: plan the same calls
-again (for the models and tensor-parallel sizes the manifest names, else the request's), make them against a copy
-of the cache with the listener on, and list every kernel that was not a cache hit; with the image's Triton and the
-stubs' C compiler refused, so a launcher missing from the cache is named too.
+again (for the models and tensor-parallel sizes the manifest names, else the request's), make them with Triton's
+cache manager reading only (hooks.reading_only: a kernel the cache lacks is named before anything compiles) and the
+listener on, and list every kernel that was not there; then the launcher stubs with Triton's C compiler refused, so
+a launcher missing from the cache is named too.
 """
 
 from __future__ import annotations
