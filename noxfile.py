@@ -112,7 +112,7 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """mypy, strict, over cleanbuild/, tasks.py and noxfile.py (configured in pyproject's [tool.mypy])."""
+    """mypy, strict, over cleanbuild/, devsupport/, tasks.py and noxfile.py (configured in pyproject's [tool.mypy])."""
     _install(session, "typecheck")
     session.run("mypy", *session.posargs)
 

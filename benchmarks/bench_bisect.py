@@ -4,11 +4,11 @@ against git bisect's bound (ceil(log2 N) + 2: good, bad, then halving), and each
     python benchmarks/bench_bisect.py [--commits N] [--break-at I]
     python benchmarks/bench_bisect.py --image [--commits N] [--break-at I]   (needs the engine)
 
-A hand-made aiter-like history (tests/support/fake_aiter.py): commit 0 has the honest dispatcher, commit I reroutes
+A hand-made aiter-like history (devsupport/fake_aiter.py): commit 0 has the honest dispatcher, commit I reroutes
 untuned shapes to torch, every other commit touches an unrelated file. The check is `gemm-hipblaslt` on the CPU
 (aiter's own tuned-GEMM lookup executed from the commit's source tree, patched as the image would be).
 
---image: commits made on the real aiter pin (tests/support/aiter_commits.py), commit I points solMap's hipblaslt
+--image: commits made on the real aiter pin (devsupport/aiter_commits.py), commit I points solMap's hipblaslt
 entry at torch_gemm, and each step builds the commit's gfx950 CK-free image (offline profile) and runs
 `gemm-hipblaslt` inside it on the CPU. The pin's own image is built first (as after a release build), so the
 --good step finds it by key. The commits' images are removed afterwards.
@@ -33,9 +33,9 @@ sys.path.insert(0, str(ROOT))
 
 from results_file import record  # noqa: E402  (benchmarks/, the script's folder)
 
-from cleanbuild.bisect.command import bisect_command  # noqa: E402
 from cleanbuild.cli.settings import resolve  # noqa: E402
-from tests.support.fake_aiter import history, tuned_gemm  # noqa: E402
+from cleanbuild.commands.bisect_commits import bisect_command  # noqa: E402
+from devsupport.fake_aiter import history, tuned_gemm  # noqa: E402
 
 
 def measure(commits: int, break_at: int) -> dict:
@@ -62,9 +62,9 @@ def measure_image(commits: int, break_at: int) -> dict:
     from cleanbuild.bisect import imagestep
     from cleanbuild.core import engine
     from cleanbuild.images import pipeline
-    from tests.support.aiter_commits import mirror_with_commits
-    from tests.support.builds import forget
-    from tests.support.upstream import AITER_PIN
+    from devsupport.aiter_commits import mirror_with_commits
+    from devsupport.builds import forget
+    from devsupport.upstream import AITER_PIN
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

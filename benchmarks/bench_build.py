@@ -69,7 +69,7 @@ from cleanbuild.commands import build  # noqa: E402
 from cleanbuild.core import engine  # noqa: E402
 from cleanbuild.images import pipeline  # noqa: E402
 from cleanbuild.images.plan import make_plan  # noqa: E402
-from tests.support.builds import (  # noqa: E402
+from devsupport.builds import (  # noqa: E402
     AITER_BUMP,
     ATOM_BUMP,
     Variant,
@@ -84,7 +84,7 @@ LAYERDB = Path("/var/lib/docker/image/overlay2/layerdb/sha256")
 
 
 def drop(client, plans, keep: frozenset[str] = frozenset()) -> None:
-    """Every image of the plans here, by every name (tests.support.builds.forget), but keys in keep."""
+    """Every image of the plans here, by every name (devsupport.builds.forget), but keys in keep."""
     for plan in plans:
         if hasattr(plan, "units"):
             forget(client, [u for u in plan.units if u.key not in keep])
@@ -144,7 +144,7 @@ def graph(plan, rec) -> dict:
     """What the graph of the plan's units buys (issue 31), from this run's per-unit seconds (each unit's build and
     export): their sum (the units one after another) and the longest chain of units that need each other's images
     (Plan.needs): the wall with a core per unit. The wheels step builds its units as that graph
-    (cleanbuild.images.graph); its wall is in the row's steps. And the part of each built unit's seconds that its
+    (cleanbuild.images.schedule); its wall is in the row's steps. And the part of each built unit's seconds that its
     BuildKit log gives the image export (benchmarks/buildkit_log.py): where the image store's seconds go."""
     seconds = {u.name: u.seconds for u in rec.units}
     began = {u.name: u.began for u in rec.units}
@@ -368,7 +368,7 @@ def src_edit(client, repo: Path, name: str, rel: str, comment: str) -> dict:
     try:
         base = offline_plan(MATRIX[3], run_id=f"bench-src-{name}")
         start = time.monotonic()
-        found = resolve("aiter", repo, str(base.profile.component("aiter").get("ref")))
+        found = resolve("aiter", repo, base.profile.component("aiter").ref)
         read_s = time.monotonic() - start
         plan = make_plan(base.profile, replace(base.options, src=(found,)))
         rec = pipeline.run(plan, client, plan.steps, failed_report=False)
@@ -383,7 +383,7 @@ def src_edit(client, repo: Path, name: str, rel: str, comment: str) -> dict:
 
 
 def src(client) -> dict:
-    from tests.support.upstream import AITER_PIN, upstream_dir
+    from devsupport.upstream import AITER_PIN, upstream_dir
 
     out: dict = {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -32,7 +32,7 @@ from results_file import record  # noqa: E402
 from cleanbuild.core import engine  # noqa: E402
 from cleanbuild.images import buildx_argv  # noqa: E402
 from cleanbuild.images.plan import build_spec  # noqa: E402
-from tests.support.builds import VARIANTS, offline_plan  # noqa: E402
+from devsupport.builds import VARIANTS, offline_plan  # noqa: E402
 
 DEFAULT_TAG = "atom-build/bench-export:default"
 

@@ -25,22 +25,22 @@ import bench_build  # noqa: E402  (benchmarks/, the script's folder)
 from results_file import record  # noqa: E402
 
 from cleanbuild.core import engine  # noqa: E402
-from cleanbuild.images import buildx, reuse, steps  # noqa: E402
+from cleanbuild.images import buildx, reuse, schedule  # noqa: E402
 
 PARTS = {"build_s": (buildx, "run_logged"), "docker_cli_s": (buildx, "run"), "reuse_decide_s": (reuse, "decide")}
 
 
 def timed(spent: dict, here: threading.local) -> None:
-    """Wrap each part, and _ensure (a unit's whole), to add their seconds to the unit the thread is working on."""
+    """Wrap each part, and schedule.ensure (a unit's whole), to add their seconds to the unit the thread is working on."""
     for part, (module, name) in PARTS.items():
         setattr(module, name, _adding(getattr(module, name), spent, here, part))
-    whole = steps._ensure
+    whole = schedule.ensure
 
-    def ensure(ctx, rec, unit, *args, **kwargs):
+    def ensure(site, unit, *args, **kwargs):
         here.unit = unit.name
-        return _adding(whole, spent, here, "total_s")(ctx, rec, unit, *args, **kwargs)
+        return _adding(whole, spent, here, "total_s")(site, unit, *args, **kwargs)
 
-    steps._ensure = ensure
+    schedule.ensure = ensure
 
 
 def _adding(fn, spent: dict, here: threading.local, part: str):

@@ -1,5 +1,5 @@
 """The clean step's three layers (venv, atom-layer, clean) from a pruned BuildKit cache, in turn: one after another
-(each FROM the image below, as steps._ensure builds them) and all three builds started at once, each naming the
+(each FROM the image below, as schedule.ensure builds them) and all three builds started at once, each naming the
 lower layers' stages (cleanbuild.images.atonce.stage_args). Prints each way's wall and image IDs, and whether
 they match the first one-after-another run's. On the engine at DOCKER_HOST; it is how Docker 20.10's classic
 store was found no faster at once (CHANGELOG.md, 2026-12-03 night). Prints only; nothing is recorded.
@@ -22,9 +22,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import bench_build  # noqa: E402  (benchmarks/, the script's folder)
 
 from cleanbuild.core import engine  # noqa: E402
-from cleanbuild.images import atonce, buildx_argv, pipeline, steps  # noqa: E402
+from cleanbuild.images import atonce, buildx_argv, pipeline, schedule  # noqa: E402
 from cleanbuild.images.plan import CLEAN_UNITS, build_spec  # noqa: E402
-from tests.support.builds import forget, offline_plan  # noqa: E402
+from cleanbuild.images.record import clean_labels  # noqa: E402
+from devsupport.builds import forget, offline_plan  # noqa: E402
 
 BUILD = ("preflight", "prepare", "wheels")
 
@@ -36,9 +37,9 @@ def cold(client, plan) -> None:
 
 def one_after_another(client, plan, rec) -> tuple[float, dict[str, str]]:
     cold(client, plan)
-    ctx, own = steps.Ctx(plan, client, steps.Journal()), {"clean": steps.clean_labels(plan, rec)}
+    site, own = schedule.Site(plan, client, rec.engine), {"clean": clean_labels(plan, rec)}
     start = time.monotonic()
-    done = [steps._ensure(ctx, rec, plan.unit(n), own.get(n, ())) for n in CLEAN_UNITS]
+    done = [schedule.ensure(site, plan.unit(n), own.get(n, ())) for n in CLEAN_UNITS]
     return time.monotonic() - start, {u.name: u.image_id for u in done}
 
 

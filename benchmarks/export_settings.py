@@ -23,7 +23,7 @@ import bench_build  # noqa: E402  (benchmarks/, the script's folder)
 from cleanbuild.core import engine  # noqa: E402
 from cleanbuild.images import buildx_argv  # noqa: E402
 from cleanbuild.images.plan import build_spec  # noqa: E402
-from tests.support.builds import offline_plan  # noqa: E402
+from devsupport.builds import offline_plan  # noqa: E402
 
 IMAGE = "type=image,oci-mediatypes=true,compression="
 OUTPUTS = {

@@ -5,7 +5,7 @@
 
 The tree: aiter's hsa/ at the offline profile's pin (2,978 files, read from the mirror, $ATOM_BUILD_MIRROR or
 ../shared/upstream) under an image-like site-packages, beside this interpreter's own site-packages (torch, triton:
-the bulk of an image's /opt/venv). Each round scans it once with each checkout's `validation.payload.scan` in a
+the bulk of an image's /opt/venv). Each round scans it once with each checkout's `validation.gpucode.scan` in a
 process of its own (before first in odd rounds), and checks that both give the same manifest and the same pieces.
 Records the "payload_scan" row: each side's median CPU seconds of the scan alone (time.process_time), files read.
 """
@@ -35,7 +35,10 @@ from cleanbuild.upstream import profiles  # noqa: E402
 PROBE = """
 import hashlib, json, sys, time
 from pathlib import Path
-from validation.payload.scan import manifest, scan
+try:
+    from validation.gpucode.scan import manifest, scan
+except ImportError:  # a checkout from before validation/ had its layers (issue 56)
+    from validation.payload.scan import manifest, scan
 root, tops = Path(sys.argv[1]), [Path(p) for p in sys.argv[2:]]
 start = time.process_time()
 result = scan(tops, root=root)
@@ -53,7 +56,7 @@ def tree(dest: Path) -> list[Path]:
     mirror = Path(os.environ.get("ATOM_BUILD_MIRROR") or ROOT.parent / "shared" / "upstream") / "aiter.git"
     site = dest / "opt" / "venv" / "lib" / "python3.12" / "site-packages" / "aiter_meta"
     site.mkdir(parents=True)
-    pin = str(profiles.load("offline").component("aiter").get("ref"))
+    pin = profiles.load("offline").component("aiter").ref
     archive = subprocess.run(["git", "-c", "safe.directory=*", f"--git-dir={mirror}", "archive", pin, "hsa"],  # noqa: S603,S607
                              capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(site)], input=archive, check=True)  # noqa: S603,S607

@@ -72,15 +72,15 @@ def _launch_here(args) -> None:
 
     import torch
 
-    from validation.tritoncache import hooks, replay, run
+    from validation.warmcache import cache, hooks, replay
 
     os.environ["TRITON_CACHE_DIR"] = str(args.launch)
     torch.ones(1, device="cuda").add_(1)
     torch.cuda.synchronize()  # the CUDA context before the clock
-    req = run.Request(ARCH, "ckfree", tuple(args.model), tuple(args.tp), TARGET, Path(args.launch),
-                      Path(args.aiter_src), 256)
+    req = cache.Request(ARCH, "ckfree", tuple(args.model), tuple(args.tp), TARGET, Path(args.launch),
+                        Path(args.aiter_src), 256)
     replay.open_aiter(req.aiter_pkg, ARCH)
-    calls = sorted({c for p in run.make_plans(req) for c in p.calls})
+    calls = sorted({c for p in cache.make_plans(req) for c in p.calls})
     guard = hooks.no_compiler() if args.no_compiler else contextlib.nullcontext()
     with guard:
         done = replay.replay(calls, ARCH, hooks.Target.parse(TARGET), device="cuda")
@@ -100,7 +100,7 @@ def _launch_here(args) -> None:
                       "device": torch.cuda.get_device_name(), "torch": torch.__version__,
                       "triton": __import__("triton").__version__}))
     sys.stdout.flush()
-    os._exit(0)  # aiter's op aiter::aiter::gemm_a16w16_ fails torch's exit hook (validation/tritoncache/__main__.py)
+    os._exit(0)  # aiter's op aiter::aiter::gemm_a16w16_ fails torch's exit hook (validation/tritoncache.py)
 
 
 def main() -> None:

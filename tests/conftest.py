@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 
 from cleanbuild.upstream.profiles import PROFILE_DIR
+from devsupport.upstream import upstream_dir
 from tests.support import exit_hooks
-from tests.support.upstream import upstream_dir
 
-# Fixtures that test folders share: the collect stage of the wheels step, the local registry, aiter's real hsa/;
+# A missing mirror of the real aiter and ATOM made a skip, a failure when CI=true (upstream: first, as gpucode imports
+# it). Fixtures that test folders share: the collect stage of the wheels step, the local registry, aiter's real hsa/;
 # and the garbage collector's settings of every process that runs tests (gc_tuning).
-pytest_plugins = ["tests.support.collect_stage", "tests.support.registry", "tests.support.gpucode",
-                  "tests.support.gc_tuning"]
+pytest_plugins = ["tests.support.upstream", "tests.support.collect_stage", "tests.support.registry",
+                  "tests.support.gpucode", "tests.support.gc_tuning"]
 MIRROR_ENV = "ATOM_BUILD_MIRROR"  # cleanbuild.upstream.mirror.ENV
 MIRROR_DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "upstream"
 

@@ -12,8 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from validation.archs import CK_FREE_ENV, CK_MODE_ENV, CK_MODES, ck_mode_from_env
-from validation.usage import USAGE_ERROR, Parser, UsageError
+from validation.core.archs import CK_FREE_ENV, CK_MODE_ENV, CK_MODES, ck_mode_from_env
+from validation.core.usage import USAGE_ERROR, Parser, UsageError
 
 # validation.checks.CHECKS in run order; named here so that parsing imports no check (they import torch).
 CHECK_NAMES = ("arch-consistency", "gemm-hipblaslt", "gemm-triton", "moe-triton", "gemm-ck", "gemm-asm",
@@ -41,8 +41,8 @@ def share(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from validation.models import PRESETS
-    from validation.tuned_csv import COVERAGE_WARN_BELOW
+    from validation.aiterpkg.tuned_csv import COVERAGE_WARN_BELOW
+    from validation.core.models import PRESETS
 
     p = Parser(prog="python -m validation", description="Backend validation kernels, arch and config checks.")
     p.add_argument("--arch", required=True, choices=["gfx942", "gfx950", "auto"], help="target arch of the image")
@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cu-num", type=positive_int, help="CU count for tuned-CSV lookups (default: device, else arch's)")
     p.add_argument("--aiter-src", "--aiter-root", dest="aiter_src", metavar="DIR",
                    help="an aiter checkout (or its aiter/ package folder): its Triton kernels run through "
-                        "validation.aiter_adapter, its configs and CSVs are read; default: the installed aiter")
+                        "validation.aiterpkg.adapter, its configs and CSVs are read; default: the installed aiter")
     p.add_argument("--ck-mode", choices=CK_MODES,
                    help="how aiter was built (default: ATOM_BUILD_CK_MODE / ATOM_CK_FREE, else detected from "
                         "aiter's prebuilt modules)")
@@ -91,8 +91,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def parse(argv: list[str] | None):
     """Flags, and what can be told from them alone; imports nothing that needs torch."""
-    from validation.models import load_config
-    from validation.outputs import check_output
+    from validation.core.models import load_config
+    from validation.core.outputs import check_output
 
     args = build_parser().parse_args(argv)
     try:
@@ -106,29 +106,29 @@ def parse(argv: list[str] | None):
 
 
 def _default_device() -> str:
-    from validation.device import cuda_available
+    from validation.core.device import cuda_available
 
     return "cuda" if cuda_available() else "cpu"
 
 
 def make_context(args, device: str):
-    from validation import aiter_probe
-    from validation.arch import resolve
+    from validation.aiterpkg import locate
     from validation.checks.context import Context
-    from validation.device import detect
+    from validation.core.archs import resolve
+    from validation.core.device import detect
     try:
         info = detect(device)
         spec = resolve(args.arch, info.gcn_arch, info.name)
     except (RuntimeError, ValueError) as e:
         raise UsageError(str(e)) from e
-    root = aiter_probe.aiter_root(args.aiter_src)
+    root = locate.aiter_root(args.aiter_src)
     if args.aiter_src and not (root / "configs").is_dir() and not (root / "ops").is_dir():
         raise UsageError(f"--aiter-src {args.aiter_src}: no aiter package (aiter/configs/, aiter/ops/) there")
     full = args.full_shapes if args.full_shapes is not None else info.kind == "cuda"
     ck_mode, ck_source, ck_error = _ck_mode(args.ck_mode)
     from_source = bool(args.aiter_src)
-    return Context(arch=spec, info=info, aiter_root=root, aiter_installed=aiter_probe.installed(),
-                   aiter_from_source=from_source, aiter_commit=aiter_probe.aiter_commit(root, from_source),
+    return Context(arch=spec, info=info, aiter_root=root, aiter_installed=locate.installed(),
+                   aiter_from_source=from_source, aiter_commit=locate.aiter_commit(root, from_source),
                    model=args.model, tp=args.tp, cu_num=args.cu_num or (info.cu_num if info.is_amd else None),
                    tuned_csv=args.tuned_csv or [], write_untuned=args.write_untuned,
                    min_coverage=args.min_coverage, seed=args.seed, full_shapes=full,
@@ -150,10 +150,10 @@ def _ck_mode(flag: str | None) -> tuple[str | None, str, str]:
 def run(ctx, only: list[str] | None, json_path: Path | None) -> int:
     import torch
 
-    from validation.aiter_probe import aiter_version
+    from validation.aiterpkg.locate import aiter_version
     from validation.checks import CHECKS, run_check
-    from validation.outputs import WRITE_FAILED, write_output
-    from validation.report import Report, exit_code, render
+    from validation.checks.report import Report, exit_code, render
+    from validation.core.outputs import WRITE_FAILED, write_output
 
     start = time.perf_counter()
     report = Report(arch=ctx.arch.name, device=ctx.info.kind, device_name=ctx.info.name, torch=torch.__version__,

@@ -105,7 +105,7 @@ def _other_tree(profile: Profile, component: str, work: Path) -> str:
         raise UsageError(f"--check import failed because the profile {profile.name} has no git pin of {name}. To "
                          "fix, choose a profile that pins both (default, offline).")
     repo = Repo(profile.read_from(name))
-    ref = str(pin.get("ref"))
+    ref = pin.ref
     repo.fetch(ref)
     tree.export(repo.git_dir, repo.commit(ref).sha, name, work / "other")
     return str(work / "other")

@@ -194,7 +194,7 @@ def bisect(c: Context, request: Request, component: str, good: str | None = None
            check: list[str] | None = None, report: str | None = None, all_parents: bool = False, image: bool = False,
            json: bool = False) -> int:
     """Find the upstream commit that broke a patch, a validation check or ATOM's imports (git bisect)."""
-    from cleanbuild.bisect.command import bisect_command
+    from cleanbuild.commands.bisect_commits import bisect_command
 
     return bisect_command(request, component, good, bad, tuple(check or ()), as_json=json,
                           report_dir=Path(report) if report else None, first_parent=not all_parents, image=image)

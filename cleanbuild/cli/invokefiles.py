@@ -4,9 +4,8 @@ one line, exit 2) before invoke reads it and fails with a traceback, or ignores 
 invoke's Config reads, in this order: the system's /etc/invoke.*, the user's ~/.invoke.*, the project's invoke.*
 beside the tasks (of each, the first of .yaml, .yml, .json and .py that exists: a folder there is "found" too, and
 breaks invoke), then the runtime file (`-f FILE`, else INVOKE_RUNTIME_CONFIG), which it reads by its suffix and
-skips silently when it is missing. atom-build (cleanbuild.cli.program) checks them all before invoke reads any; plain
-`invoke` has read the system and user files before this checkout's tasks.py can run, so tasks.py checks the
-project's and the runtime file before invoke reads them (README: Exit codes).
+skips silently when it is missing. atom-build (cleanbuild.cli.program) checks them all before invoke reads any
+(README: Exit codes); plain `invoke` reads them as it finds them (tasks.py is only the task collection).
 """
 
 from __future__ import annotations
@@ -40,19 +39,6 @@ def found(project: Path) -> list[Path]:
 def runtime(flag: str | None, environ: Mapping[str, str] | None = None) -> str | None:
     """The runtime file invoke reads: -f FILE, else INVOKE_RUNTIME_CONFIG (None: neither)."""
     return flag if flag is not None else (os.environ if environ is None else environ).get(RUNTIME_ENV)
-
-
-def config_flag(argv: list[str]) -> str | None:
-    """-f FILE (--config FILE) of an invoke command line, parsed as invoke parses its core flags: how tasks.py,
-    which invoke imports before it reads the runtime file, learns which file that is."""
-    from invoke import ParseError, Parser, ParserContext, Program
-
-    try:
-        core = Parser(initial=ParserContext(args=Program().core_args()), ignore_unknown=True).parse_argv(argv[1:])
-    except ParseError:  # invoke has parsed this line already; what it refuses, it reports itself
-        return None
-    value = core[0].args["config"].value
-    return None if value is None else str(value)
 
 
 def check_found(project: Path) -> None:

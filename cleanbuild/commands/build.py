@@ -50,7 +50,7 @@ def check_sources(request: Request) -> None:
     profile = request.profile
     for comp in profile.components:
         if comp.source == "git":  # where the build reads it: the mirror's copy when one is set
-            check_ref(profile.read_from(comp.name), str(comp.get("ref")), f"components.{comp.name}.ref")
+            check_ref(profile.read_from(comp.name), comp.ref, f"components.{comp.name}.ref")
 
 
 def plans(request: Request) -> list[Plan]:
@@ -63,7 +63,7 @@ def plans(request: Request) -> list[Plan]:
     mirror.require_reachable(profile)
     check_sources(request)
     archs = request.arch or (resolve(None, host_runner).arch,)
-    src = checkout.resolve_all(request.src, {n: str(profile.component(n).get("ref")) for n in checkout.COMPONENTS})
+    src = checkout.resolve_all(request.src, {n: profile.component(n).ref for n in checkout.COMPONENTS})
     for found in src:
         if found.warning():
             console.print(f"[yellow]{found.warning()}[/yellow]")
@@ -174,7 +174,7 @@ def build_matrix(client: DockerClient, todo: list[Plan]) -> list[BuildRecord]:
     one variant after another and find every image by its key. The variants build at once on the same BuildKit,
     one thread and engine client each, their output lines starting with the variant. A unit they share (the build
     environments, torch, the closure, ATOM, the venv and ATOM layers) is built by the first to need it; the others
-    wait for it and find it by key (steps._ensure holds one lock per unit key), while their own units (aiter, the
+    wait for it and find it by key (schedule.ensure holds one lock per unit key), while their own units (aiter, the
     wheels, clean and candidate images) go on. A failure in one lets the others finish, then the first failure (in
     todo's order) is raised; Ctrl-C reaches every build through the process group and each thread cleans up after
     its own. Returns each variant's record, in todo's order. A single variant builds on this thread, with client."""

@@ -20,7 +20,7 @@ from cleanbuild.core.refs import image_ref, parse_image, split_image
 from cleanbuild.core.run import run
 from cleanbuild.core.spec import REPO_ROOT, patches_argv
 from cleanbuild.gpuhost.arch import host_runner, resolve
-from cleanbuild.images import buildx, pipeline, report, steps
+from cleanbuild.images import buildx, pipeline, release, report
 from cleanbuild.images.plan import Plan, make_plan
 from cleanbuild.images.record import BuildRecord
 from cleanbuild.request.build import Request
@@ -79,9 +79,9 @@ def tag(image: str, request: Request, *, dry_run: bool) -> None:
     image_ref(image, "tag IMAGE")
     client = engine.client()
     plan, rec = image_plan(image, replace(request, allow_no_smoke=True), client)
-    steps.refuse_dirty(client, rec.candidate(), image)
+    release.refuse_dirty(client, rec.candidate(), image)
     if dry_run:
-        rec = steps.release_tag(steps.Ctx(plan, client, steps.Journal()), rec)[0]
+        rec = release.release_tag(client, plan.options, rec)[0]
     else:
         rec = pipeline.run(plan, client, ("preflight", "tag"), rec, failed_report=False)
     f, made = rec.tagged()

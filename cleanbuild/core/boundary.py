@@ -8,13 +8,11 @@ a bug and keeps its traceback.
 
 Standard output is checked in one way everywhere: a failed write is StdoutFailed (CheckedStdout), a closed pipe
 (`| head -1`) ends quietly with 141 (OutputClosed), any other failure is one line and exit 3. guarded() does it for
-a task's body; checked_output() for a whole run of the front door (its help and lists too); quiet_into_closed_pipe for
-plain invoke, which prints its help and lists outside any code of ours.
+a task's body (under plain `invoke` too); checked_output() for a whole run of atom-build (its help and lists too).
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import errno
 import json
@@ -22,7 +20,6 @@ import os
 import sys
 import tomllib
 from collections.abc import Callable, Iterator
-from types import TracebackType
 from typing import Any, TextIO, TypeVar, cast
 
 from cleanbuild.core.errors import (
@@ -177,38 +174,3 @@ def checked_output() -> Iterator[None]:
     finally:
         sys.stdout = stdout
 
-
-Hook = Callable[[type[BaseException], BaseException, TracebackType | None], Any]
-
-
-def quiet_into_closed_pipe() -> None:
-    """For plain `invoke` (tasks.py calls it): a closed pipe ends quietly with 141 wherever invoke meets it, in a
-    write (the excepthook below) or in the last flush of what it left buffered (an exit hook: without one, Python
-    prints "Exception ignored ... BrokenPipeError" and exits 120, as it does where stdout is block-buffered, e.g.
-    when TERM is unset)."""
-    sys.excepthook = closed_pipe_hook(sys.excepthook)
-    atexit.register(_flush_or_141)
-
-
-def _flush_or_141() -> None:
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        _drop_stdout()
-        os._exit(OutputClosed.exit_code)
-    except (OSError, ValueError):  # another failure, or a closed stream: the interpreter's own flush reports it
-        pass
-
-
-def closed_pipe_hook(previous: Hook) -> Hook:
-    """sys.excepthook for plain `invoke` (tasks.py installs it): invoke prints its help and task list itself, after
-    tasks.py ran and outside any boundary, and lets a closed pipe escape as a BrokenPipeError traceback (exit 1).
-    Here that ends as checked_output() ends it: quiet, 141. Every other exception goes on to previous."""
-
-    def hook(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> Any:
-        if not isinstance(exc, BrokenPipeError):
-            return previous(kind, exc, tb)
-        _drop_stdout()
-        os._exit(OutputClosed.exit_code)  # an uncaught exception would make it 1, and no hook can change that
-
-    return hook

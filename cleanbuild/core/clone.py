@@ -13,7 +13,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # What a clone has beside the package and an installed copy does not.
-BESIDE = ("pyproject.toml", "docker/Dockerfile.wheels", "validation/archs.py", "patches/__main__.py")
+BESIDE = ("pyproject.toml", "docker/Dockerfile.wheels", "validation/core/archs.py", "patches/__main__.py")
 
 
 def not_a_clone(root: Path | None = None) -> str | None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from cleanbuild.core.errors import UsageError
 from cleanbuild.core.versions import normalise, rocm_version
-from validation.archs import ARCHS, CK_MODES
+from validation.core.archs import ARCHS, CK_MODES
 
 NS = "io.atom-build"
 IN_IMAGE = "/opt/atom-build"

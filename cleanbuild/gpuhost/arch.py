@@ -1,7 +1,7 @@
 """GPU architectures we build for, their facts, and detection on the build host.
 
 The facts (fp8 dtype and max, LDS per CU, CU counts) live in ONE table shared with the image side,
-validation/archs.py (standard library only, so the image can read it too). Detection asks, in order: amd-smi, rocminfo, the KFD topology in sysfs, torch. Each probe is time-limited;
+validation/core/archs.py (standard library only, so the image can read it too). Detection asks, in order: amd-smi, rocminfo, the KFD topology in sysfs, torch. Each probe is time-limited;
 the first that names at least one GPU wins. Parsers are pure functions over the probe's text so that tests
 feed them recorded outputs.
 """
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cleanbuild.core.errors import EnvironmentProblem, UsageError
-from validation.archs import ARCHS, ArchFacts
+from validation.core.archs import ARCHS, ArchFacts
 
 
 class Arch(enum.Enum):
@@ -25,7 +25,7 @@ class Arch(enum.Enum):
 
     @property
     def facts(self) -> ArchFacts:
-        """The one table of per-arch facts, shared with the image side (validation/archs.py)."""
+        """The one table of per-arch facts, shared with the image side (validation/core/archs.py)."""
         return ARCHS[self.value]
 
     @classmethod

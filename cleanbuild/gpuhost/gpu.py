@@ -3,6 +3,12 @@
 Pure functions over a dev root and a sysfs root (tests pass fake trees): no subprocess, no Docker. The
 executor turns a DeviceAccess into docker SDK kwargs (run_flags) for engine.run_container.
 
+A GPU container (validate, smoke, audit --device) gets /dev/kfd and exactly the render nodes of the chosen GPUs
+(--gpu, default all; never all of /dev/dri) and HIP_VISIBLE_DEVICES and ROCR_VISIBLE_DEVICES 0..n-1; validate and
+smoke run as --user-id's UID[:GID] when given. Before one starts, in one line each: the chosen GPUs must be of the
+image's arch (exit 2) and the user must be able to open the nodes (exit 3); for validate and smoke the amdgpu driver
+must also support the image's ROCm (cleanbuild/data/rocm_compat.toml, exit 3).
+
 Why by number: `--group-add render` fails before the container starts when the image's /etc/group has no
 `render` ("Unable to find group render"), and the render GID differs between hosts (104, 109, 110, 992).
 Docker accepts a numeric GID without any group file, so we stat /dev/kfd and each chosen render node and

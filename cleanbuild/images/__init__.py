@@ -1,1 +1,4 @@
-"""The build: the pure planner, the steps, the one executor, the record and the report (README: Where each step lives)."""
+"""The build: the pure planner, the steps, the one executor, the record and the report.
+
+docs/architecture.md, "A request's path", follows one build through them.
+"""

@@ -15,7 +15,7 @@ would run it again (_cached_alike). A unit that waits for an image reads the ima
 as well: they are built by the time it starts, and building their stages again would only add vertices to look
 up (and their build context to send: the local repositories, 217 MB offline). The LLB of every target is then the
 one the images below would give, so the digests are those of the units built one after another
-(tests/integration/test_reproducible_digests.py). Pure: cleanbuild.images.steps acts on it.
+(tests/integration/test_reproducible_digests.py). Pure: cleanbuild.images.schedule acts on it.
 """
 
 from __future__ import annotations

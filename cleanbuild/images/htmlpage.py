@@ -38,7 +38,7 @@ def build_page(data: dict[str, Any], bom: dict[str, Any] | None = None) -> str:
 
 
 def audit_page(data: dict[str, Any]) -> str:
-    """`invoke audit --report`: data is report.json's dict (cleanbuild.commands.audit_image.AuditResult.to_json)."""
+    """`invoke audit --report`: data is report.json's dict (cleanbuild.commands.audit_report.AuditResult.to_json)."""
     device = (data.get("device") or {}).get("report") or None
     return _env().get_template("audit.html.j2").render(
         d=data, layers=layer_chart(data), validation=validation_view(device), mib=mib, ROW=ROW, LABEL=LABEL, WIDTH=WIDTH)
@@ -125,7 +125,7 @@ def layer_chart(data: dict[str, Any], shown: int = 14) -> dict[str, Any]:
 
 
 def validation_view(report: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The validation report (validation.report.Report's JSON): its checks and cases, and the tuned-CSV coverage
+    """The validation report (validation.checks.report.Report's JSON): its checks and cases, and the tuned-CSV coverage
     per tensor-parallel size as bars against the warning threshold."""
     if not report:
         return None

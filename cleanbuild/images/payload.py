@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from validation.payload import judge
+from validation.gpucode import judge
 
 TOP_OWNERS = 6
 EXAMPLES = 5

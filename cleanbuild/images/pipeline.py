@@ -10,20 +10,59 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Iterable
-from dataclasses import replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from cleanbuild.core import engine, interrupts
 from cleanbuild.core.console import console, step_done, step_started
 from cleanbuild.core.errors import CleanBuildError, Interrupted
-from cleanbuild.images import report
+from cleanbuild.images import report, steps
+from cleanbuild.images.observe import observe
 from cleanbuild.images.plan import Plan
 from cleanbuild.images.record import BuildRecord, StepFailedWith, StepRecord, StepStatus
-from cleanbuild.images.steps import STEPS, Ctx, Journal, observe
+from cleanbuild.images.schedule import Site
+from cleanbuild.images.steps import Journal, Outcome
 
 if TYPE_CHECKING:
     from docker.client import DockerClient
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """What one run holds for its steps: the plan (its options hold the typed request), the engine client, the
+    journal cleanup reads, --rebuild, the patches --only names, and whether the run builds images (preflight then
+    asks for the profile's disk, else for 2 GiB)."""
+
+    plan: Plan
+    client: DockerClient
+    journal: Journal
+    rebuild: bool = False
+    patch_only: tuple[str, ...] = ()
+    builds: bool = True
+
+    def site(self, rec: BuildRecord) -> Site:
+        """Where a building step has its units: with the engine as preflight found it (rec.engine)."""
+        return Site(self.plan, self.client, rec.engine, self.rebuild)
+
+
+Step = Callable[[Ctx, BuildRecord], Outcome]
+
+# Every step, in build order, with what each is given (cleanbuild.images.steps). A plan's steps and each task's
+# name them; run() calls them in the order it is given.
+STEPS: dict[str, Step] = {
+    "preflight": lambda ctx, rec: steps.preflight(ctx.client, ctx.plan, rec, builds=ctx.builds),
+    "prepare": lambda ctx, rec: steps.prepare(ctx.client, ctx.plan, rec),
+    "wheels": lambda ctx, rec: steps.wheels(ctx.site(rec), rec),
+    "clean": lambda ctx, rec: steps.clean(ctx.site(rec), rec),
+    "dev": lambda ctx, rec: steps.dev(ctx.site(rec), rec),
+    "patch": lambda ctx, rec: steps.patch(ctx.site(rec), rec, ctx.patch_only),
+    "validate": lambda ctx, rec: steps.validate(ctx.client, ctx.plan, rec),
+    "smoke": lambda ctx, rec: steps.smoke(ctx.client, ctx.plan, rec),
+    "tag": lambda ctx, rec: steps.tag(ctx.client, ctx.plan, rec, ctx.journal),
+    "report": lambda ctx, rec: steps.report(ctx.client, ctx.plan, rec),
+    "push": lambda ctx, rec: steps.push(ctx.site(rec), rec),
+}
 
 
 def new_record(plan: Plan, **known: Any) -> BuildRecord:
@@ -33,6 +72,9 @@ def new_record(plan: Plan, **known: Any) -> BuildRecord:
 
 def run(plan: Plan, client: DockerClient, names: Iterable[str], rec: BuildRecord | None = None, *, rebuild: bool = False,
         patch_only: tuple[str, ...] = (), failed_report: bool = True) -> BuildRecord:
+    """The steps names gives (STEPS' keys), in that order, on rec (a new record when None); what each step is given
+    is STEPS' line for it. rebuild: --rebuild; patch_only: the patches --only names; failed_report: cleanup writes a
+    failed report."""
     names = tuple(names)
     ctx = Ctx(plan, client, Journal(), rebuild=rebuild, patch_only=patch_only,
               builds=bool({"prepare", "wheels", "clean"} & set(names)))
@@ -65,8 +107,6 @@ def _step(ctx: Ctx, rec: BuildRecord, name: str) -> BuildRecord:
     step = StepRecord(name, status, time.monotonic() - start, detail)
     step_done(name, status, step.seconds, detail)
     return replace(rec, steps=(*rec.steps, step))
-
-
 
 
 def _cleanup(ctx: Ctx, rec: BuildRecord, failed_report: bool, why: str) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +31,7 @@ from cleanbuild.request.build import Build
 from cleanbuild.request.checkout import Checkout
 from cleanbuild.upstream import lock, lockfile
 from cleanbuild.upstream.gitrepo import is_url, local_path
-from cleanbuild.upstream.profiles import Profile, strings, table
+from cleanbuild.upstream.profiles import Profile
 
 STEPS = ("preflight", "prepare", "wheels", "clean", "patch", "validate", "smoke", "tag", "report")
 DEV_STEPS = (*STEPS[:4], "dev", *STEPS[4:])  # --src with Python-only edits: the overlay layer before the patches
@@ -201,7 +200,7 @@ def make_units(profile: Profile, options: Build, base: str, prep: Prepare) -> tu
         extra.setdefault(name, {})["local-wheel"] = requirement
     for comp in profile.components:
         if comp.source == "git":
-            extra.setdefault(comp.name, {})["repository"] = str(comp.get("repo"))
+            extra.setdefault(comp.name, {})["repository"] = comp.repo
     reg, stem = options.request.registry, f"{options.arch.value}-{options.ck_mode}"
     keys: dict[str, str] = {}
     units: list[Unit] = []
@@ -238,7 +237,7 @@ def make_units(profile: Profile, options: Build, base: str, prep: Prepare) -> tu
     layer = {"WHEELS_IMAGE": units[-1].image, "BASE_IMAGE": base, "GPU_ARCH": options.arch.value,
              "ENABLE_CK": "0" if options.request.ck_free else "1"}
     # The install layers run every script in docker/scripts (install.sh, compile_new.py, ... which the wheels
-    # context leaves out), and the clean target runs the payload reader (validation/payload, .dockerignore).
+    # context leaves out), and the clean target runs the payload reader (validation/gpucode, .dockerignore).
     scripts = {"scripts": _tree_digest(DOCKER_DIR / "scripts"), "python": profile.python}
     venv = add(make_unit("venv", (clean_df, "venv", root), layer, keys,
                          {**scripts, **{f"unit:{n}": keys[n] for n in COMMON_UNITS}}, f"{reg}/layer-venv:",
@@ -277,15 +276,15 @@ def _aiter_args(args: dict[str, str]) -> dict[str, str]:
 
 def _prepare(profile: Profile, options: Build) -> Prepare:
     runtime, build = lock.lock_paths(profile)
-    wheels = tuple((c.name, f"{c.name}=={c.get('version')}") for c in profile.components if c.source == "local")
+    wheels = tuple((c.name, f"{c.name}=={c.version}") for c in profile.components if c.source == "local")
     fetched = tuple((name, req, profile.read_from(name)) for name, req in wheels)
     repos = tuple((c.name, local_path(profile.read_from(c.name), options.repo_root)) for c in profile.components
                   if c.source == "git" and not is_url(profile.read_from(c.name)))
     standin = None
-    if profile.base.get("standin"):
-        conf = profile.section("standin")
-        standin = Standin(str(conf.get("suite", "bookworm")), tuple(sorted(strings(conf.get("base_packages")))),
-                          buildx_argv.SOURCE_DATE_EPOCH, text_digest(STANDIN_DOCKERFILE.read_text()))
+    if profile.base.standin:
+        conf = profile.standin
+        standin = Standin(conf.suite, tuple(sorted(conf.base_packages)), buildx_argv.SOURCE_DATE_EPOCH,
+                          text_digest(STANDIN_DOCKERFILE.read_text()))
     texts, problem = lock_texts(profile, runtime, build)
     lock_digest = "sha256:" + hashlib.sha256(b"".join(p.read_bytes() for p in (runtime, build) if p.is_file())).hexdigest()
     key = _digest({"lock": dict(texts), "wheels": wheels, "python": profile.python,
@@ -306,7 +305,7 @@ def lock_texts(profile: Profile, runtime: Path, build: Path) -> tuple[tuple[tupl
     try:
         text, build_text = runtime.read_text(), build.read_text()
         head = lockfile.header(text) or {}
-        binary, source = lockfile.split(text, set(strings(profile.component("deps").get("build"))))
+        binary, source = lockfile.split(text, set(profile.component("deps").build))
         seeds = {Requirement(r).name for r in (*head.get("aiter", ()), *head.get("torch", ()))}
         aiter_env = lockfile.pins(lockfile.closure(text, seeds))
         build_lines = lockfile.package_lines(build_text)
@@ -314,7 +313,7 @@ def lock_texts(profile: Profile, runtime: Path, build: Path) -> tuple[tuple[tupl
         return (), f"{runtime} cannot be read as a lock ({exc}). To fix, run `invoke lock --profile {profile.name}`."
     problem = None
     for name in ("aiter", "atom"):
-        made, pinned = head.get(f"{name}_ref"), str(profile.component(name).get("ref"))
+        made, pinned = head.get(f"{name}_ref"), profile.component(name).ref
         if made != pinned:
             problem = (f"the lock was made for {name} {made}, the profile pins {pinned}. To fix, run `invoke lock "
                        f"--profile {profile.name}` and commit the lock with the pin.")
@@ -344,10 +343,10 @@ def from_arg(profile: Profile, component: str) -> str:
 def _wheels_args(profile: Profile, options: Build, base: str) -> dict[str, str]:
     aiter = profile.component("aiter")
     args = {"BASE_IMAGE": base, "GPU_ARCH": options.arch.value, "ENABLE_CK": "0" if options.request.ck_free else "1",
-            "PREBUILD_KERNELS": "1" if aiter.get("prebuild_kernels", True) else "0",
-            "AITER_TRITON_ONLY": "1" if aiter.get("triton_only", False) else "0",
-            "AITER_HSA_STANDIN": "1" if aiter.get("hsa_standin", False) else "0",
-            "MAX_JOBS": str(aiter.get("max_jobs", 0))}
+            "PREBUILD_KERNELS": "1" if aiter.prebuild_kernels else "0",
+            "AITER_TRITON_ONLY": "1" if aiter.triton_only else "0",
+            "AITER_HSA_STANDIN": "1" if aiter.hsa_standin else "0",
+            "MAX_JOBS": str(aiter.max_jobs)}
     for comp in profile.components:
         if comp.name == "deps":
             continue
@@ -355,10 +354,10 @@ def _wheels_args(profile: Profile, options: Build, base: str) -> dict[str, str]:
         if comp.name in ("aiter", "atom"):
             comp_args.pop(f"{comp.name.upper()}_SOURCE", None)  # always git: the schema allows nothing else
         if comp.source == "git":
-            comp_args[f"{comp.name.upper()}_REPO"] = repo_arg(comp.name, str(comp.get("repo")))
+            comp_args[f"{comp.name.upper()}_REPO"] = repo_arg(comp.name, comp.repo)
             comp_args[f"{comp.name.upper()}_FROM"] = from_arg(profile, comp.name)
         if comp.name in ("torchvision", "torchaudio"):
-            comp_args = {f"{comp.name.upper()}_VERSION": str(comp.get("version", ""))}
+            comp_args = {f"{comp.name.upper()}_VERSION": comp.version}
         if comp.name == "flydsl":
             continue  # exactly as aiter pins it: it comes with the lock, not as a build argument
         args.update(comp_args)
@@ -372,13 +371,14 @@ def _digest(obj: object) -> str:
 
 
 READER_DIR = REPO_ROOT / "validation"
-READER_FILES = ("__init__.py", "archs.py", "usage.py")  # beside payload/: what .dockerignore lets in
+# beside gpucode/: what .dockerignore lets in (`python -m validation.payload` and what it imports)
+READER_FILES = ("__init__.py", "payload.py", "core/__init__.py", "core/archs.py", "core/usage.py")
 
 
 def reader_digest() -> str:
     """What the clean target reads of validation/ (.dockerignore lets exactly this into its context)."""
     v = READER_DIR
-    return text_digest(_tree_digest(v / "payload") + "".join((v / f).read_text() for f in READER_FILES))
+    return text_digest(_tree_digest(v / "gpucode") + "".join((v / f).read_text() for f in READER_FILES))
 
 
 def _tree_digest(folder: Path, skip: frozenset[str] = frozenset()) -> str:
@@ -392,12 +392,11 @@ def _tree_digest(folder: Path, skip: frozenset[str] = frozenset()) -> str:
 # ---- containers -----------------------------------------------------------------------------------------------
 
 def _validate(profile: Profile, options: Build) -> RunSpec:
-    conf = profile.section("validation")
-    device = options.request.device or str(conf.get("device", "cuda"))
-    env = {str(k): str(v) for k, v in table(conf.get("env", {})).items()}
+    device = options.request.device or profile.validation.device
+    env = dict(profile.validation.env)
     if device == "cpu":
         env.setdefault("TRITON_INTERPRET", "1")
-    if not profile.section("warm").get("enabled", True):
+    if not profile.warm.enabled:
         env[WARM_OFF[0]] = WARM_OFF[1]  # first-use-compile: the build chose compiles at first use
     return validation_run(options, device, env)
 
@@ -421,18 +420,16 @@ def _smoke(profile: Profile, options: Build) -> tuple[RunSpec | None, str | None
 
 def smoke_run(profile: Profile, options: Build) -> RunSpec:
     """The profile's smoke: ATOM's own simple_inference counted by token ids (atom), or what a CPU proves (cpu)."""
-    conf = profile.section("smoke")
-    mode = str(conf.get("mode", "atom"))
-    raw = conf.get("command", ())
-    template = shlex.split(raw) if isinstance(raw, str) else list(strings(raw))
-    if mode == "atom" and not template:
+    conf = profile.smoke
+    mode = conf.mode
+    if mode == "atom" and not conf.command:
         raise UsageError(f"profile {profile.name!r} has no smoke.command. To fix, add one to the profile.")
-    command = [a.replace("{model}", "/model") for a in template] if mode == "atom" else []
+    command = [a.replace("{model}", "/model") for a in conf.command] if mode == "atom" else []
     return RunSpec(
         step="smoke", name=f"atom-smoke-{options.run_id}",
         command=("python", f"{IN_IMAGE}/smoke.py", mode, "--model", "/model",
-                 "--min-tokens", str(conf.get("min_tokens", 10)), *(["--", *command] if command else [])),
-        mounts=((str(options.request.model), "/model", "ro"),), gpu=bool(conf.get("gpu", True)), run_id=options.run_id,
+                 "--min-tokens", str(conf.min_tokens), *(["--", *command] if command else [])),
+        mounts=((str(options.request.model), "/model", "ro"),), gpu=conf.gpu, run_id=options.run_id,
     )
 
 
@@ -454,21 +451,21 @@ def warm_of(spec: BuildSpec) -> tuple[tuple[str, str], ...]:
 
 # The validation modules the warm step runs (.dockerignore sends exactly these into the patch context): in the
 # candidate's key, so a change to what compiles the cache rebuilds it, and nothing else of validation/ does.
-WARM_CODE = ("__init__.py", "archs.py", "usage.py", "models.py", "device.py", "git_head.py", "interpreter.py",
-             "aiter_adapter.py", "aiter_probe.py", "aiter_triton.py", "aiter_lookup.py", "tuned_csv.py", "tritoncache",
-             "payload")
+WARM_CODE = ("__init__.py", "tritoncache.py", "core/__init__.py", "core/archs.py", "core/usage.py", "core/models.py",
+             "core/device.py", "core/git_head.py", "core/interpreter.py", "aiterpkg/__init__.py", "aiterpkg/adapter.py",
+             "aiterpkg/locate.py", "aiterpkg/triton_ops.py", "aiterpkg/tuned_lookup.py", "aiterpkg/tuned_csv.py",
+             "warmcache", "gpucode")
 
 
 def warm_args(profile: Profile, options: Build) -> tuple[tuple[str, str], ...]:
     """The warm step's build arguments: the profile's presets, --model's config.json (compact JSON) and the
     tensor-parallel sizes; none when the profile turns the step off (Dockerfile.patch then warms nothing)."""
-    conf = profile.section("warm")
-    if not conf.get("enabled", True):
+    warm = profile.warm
+    if not warm.enabled:
         return ()
     config = _model_config(options.request.model)
-    sizes = conf.get("tp") or (1, 8)
-    tp = " ".join(str(t) for t in sizes) if isinstance(sizes, list | tuple) else str(sizes)
-    return (("WARM_MODELS", " ".join(strings(conf.get("models")))), ("WARM_MODEL_CONFIG", config), ("WARM_TP", tp))
+    tp = " ".join(str(t) for t in warm.tp)
+    return (("WARM_MODELS", " ".join(warm.models)), ("WARM_MODEL_CONFIG", config), ("WARM_TP", tp))
 
 
 def _model_config(model: Path | None) -> str:

@@ -61,7 +61,7 @@ class UnitRecord:
 @dataclass(frozen=True)
 class ImageSummary:
     """What the report says of the candidate image, read from the engine by the step that writes the report
-    (cleanbuild.images.steps.observe), so the report itself asks no engine."""
+    (cleanbuild.images.observe), so the report itself asks no engine."""
 
     size_bytes: int | None
     layers: tuple[str, ...]  # the layer digests (RootFS), bottom first
@@ -105,7 +105,7 @@ class BuildRecord:
         return self.candidate_id
 
     def tagged(self) -> tuple[ImageFacts, Tag]:
-        """The image's facts and its tag, once steps.release_tag has read them."""
+        """The image's facts and its tag, once release.release_tag has read them."""
         if self.facts is None or self.tag is None:
             raise StepFailed("the image's versions were not read yet, so it has no tag.")
         return self.facts, self.tag
@@ -129,7 +129,7 @@ def clean_labels(plan: Plan, record: BuildRecord) -> tuple[tuple[str, str], ...]
         metadata.label("lock-digest"): str(manifest.get("lock_sha256", "")),
     }
     for comp in plan.profile.components:
-        out[metadata.label(f"source.{comp.name}")] = comp.ref()
+        out[metadata.label(f"source.{comp.name}")] = comp.provenance()
     for name, src in (manifest.get("sources") or {}).items():
         if src:
             out[metadata.label(f"commit.{name}")] = f"{src.get('sha')} ({src.get('describe')})"

@@ -39,12 +39,12 @@ def build(plan: Plan, rec: BuildRecord, *, failed: bool, error: str | None = Non
         "layer_sizes": list(seen.layer_sizes) if seen else [],
         "layers": list(seen.layers) if seen else [],
         "payload": payload.section(seen.payload) if seen else None,
-        "base_image": plan.base_image, "base_image_digest": plan.profile.base.get("digest") or None,
+        "base_image": plan.base_image, "base_image_digest": plan.profile.base.digest or None,
         "standin": standin(plan, rec),
         "attestations": attached(plan, rec),
         "images": {"wheels": rec.wheels.image if rec.wheels else None, "clean": plan.clean.image,
                    "candidate": rec.candidate_ref},
-        "components": {c.name: dict(c.fields) for c in plan.profile.components},
+        "components": {c.name: c.as_given() for c in plan.profile.components},
         "pins": pins(plan, manifest.get("sources") or {}),
         "sources": manifest.get("sources"), "lock_sha256": manifest.get("lock_sha256"),
         "versions": _facts(rec), "wheels_manifest_digest": rec.wheels.manifest_digest if rec.wheels else None,
@@ -122,9 +122,9 @@ def pins(plan: Plan, sources: dict[str, Any]) -> list[dict[str, Any]]:
         if comp.source != "git":
             continue
         got = sources.get(comp.name) or {}
-        sha = got.get("sha") or str(comp.fields.get("ref", ""))
+        sha = got.get("sha") or comp.ref
         web = _github(plan.profile.file, comp.name)
-        out.append({"name": comp.name, "repo": comp.fields.get("repo"), "ref": comp.fields.get("ref"), "sha": sha,
+        out.append({"name": comp.name, "repo": comp.repo, "ref": comp.ref, "sha": sha,
                     "describe": got.get("describe"), "date": got.get("date"),
                     "url": f"{web}/commit/{sha}" if web and sha else None})
     return out
@@ -190,13 +190,8 @@ def attestation_args(plan: Plan) -> AttestationArgs:
     """What the SBOM and provenance say besides the manifest: the release name, the candidate's content key (the
     SBOM's version), the pins, the profile and the base image; the same in the attestations and the report."""
     return {"name": plan.release_repo.rsplit("/", 1)[-1], "version": plan.unit("candidate").key,
-            "pins": {c.name: c.ref() for c in plan.profile.components}, "profile": plan.profile.name,
-            "base": plan.base_image, "base_digest": _str_or_none(plan.profile.base.get("digest"))}
-
-
-def _str_or_none(value: object) -> str | None:
-    """A profile value the schema (cleanbuild.upstream.profiles) checked is a string; an empty one means unset."""
-    return str(value) if value else None
+            "pins": {c.name: c.provenance() for c in plan.profile.components}, "profile": plan.profile.name,
+            "base": plan.base_image, "base_digest": plan.profile.base.digest or None}
 
 
 def supply_chain(plan: Plan, rec: BuildRecord, data: dict[str, Any]) -> dict[str, dict[str, Any]]:

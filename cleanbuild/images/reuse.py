@@ -1,5 +1,5 @@
 """Reuse or build: where one keyed unit's image comes from, decided once. `invoke plan` shows the decision
-(cleanbuild.commands.build.unit_states) and the build acts on it (cleanbuild.images.steps._ensure), so the two cannot
+(cleanbuild.commands.build.unit_states) and the build acts on it (cleanbuild.images.schedule.ensure), so the two cannot
 disagree about the same engine and registry.
 
 In order: --rebuild builds; an image with the unit's key here (whatever its name) is reused when it sits on the

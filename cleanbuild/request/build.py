@@ -14,7 +14,7 @@ from cleanbuild.core.spec import REPO_ROOT, new_run_id, today
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.request.checkout import Checkout
 from cleanbuild.upstream.profiles import Profile
-from validation.archs import CK_MODES
+from validation.core.archs import CK_MODES
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from cleanbuild.core.refs import git_ref, git_remote, image_ref
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.upstream import mirror as mirrors
 from cleanbuild.upstream import wheelindex
-from cleanbuild.upstream.profiles import Profile, load, strings
-from validation.models import PRESETS
+from cleanbuild.upstream.profiles import Profile, load
+from validation.core.models import PRESETS
 
 
 def parse_arch(text: str | None, *, matrix: bool = False) -> tuple[Arch, ...]:
@@ -48,23 +48,23 @@ def checked_profile(profile: Profile) -> Profile:
     if not re.match(r"^3\.[0-9]+$", profile.python):
         raise UsageError(f"python {where} {profile.python!r} is not a Python version like 3.12. To fix, write the "
                          "base image's Python as MAJOR.MINOR.")
-    image_ref(str(profile.base["image"]), f"base.image {where}")
-    digest = profile.base.get("digest")
-    if digest and not DIGEST.match(str(digest)):
+    image_ref(profile.base.image, f"base.image {where}")
+    digest = profile.base.digest
+    if digest and not DIGEST.match(digest):
         raise UsageError(f"base.digest {where} {digest!r} is not sha256:<64 hex>. To fix, pin the digest "
                          "`docker buildx imagetools inspect IMAGE` prints.")
     for comp in profile.components:
         if comp.source == "git":
-            git_remote(str(comp.get("repo")), f"components.{comp.name}.repo {where}")
-            git_ref(str(comp.get("ref")), f"components.{comp.name}.ref {where}")
-        version = comp.get("version")
+            git_remote(comp.repo, f"components.{comp.name}.repo {where}")
+            git_ref(comp.ref, f"components.{comp.name}.ref {where}")
+        version = comp.version
         if version:
             try:
-                Version(str(version))
+                Version(version)
             except InvalidVersion:
                 raise UsageError(f"components.{comp.name}.version {where} {version!r} is not a version (PEP 440). "
                                  "To fix, write it as the index lists it, e.g. 2.11.0+rocm7.2.") from None
-    for name in strings(profile.section("warm").get("models")):
+    for name in profile.warm.models:
         if name not in PRESETS:
             raise UsageError(f"warm.models {where} {name!r} is not a preset ({', '.join(PRESETS)}). To fix, name one "
                              "of those; a model folder goes to --model.")

@@ -34,7 +34,7 @@ from cleanbuild.core.atomic import replace_all
 from cleanbuild.core.errors import EnvironmentProblem, StepFailed, UsageError
 from cleanbuild.core.run import CommandFailed, run
 from cleanbuild.upstream.gitrepo import Repo
-from cleanbuild.upstream.profiles import Profile, strings
+from cleanbuild.upstream.profiles import Profile
 
 HEADER = "# atom-build-lock "
 ACCELERATOR = re.compile(r"^(nvidia-|cuda-|triton|pytorch-triton)")
@@ -69,14 +69,13 @@ def lock_paths(profile: Profile) -> tuple[Path, Path]:
 # ---- inputs from the pinned sources -------------------------------------------------------------------------
 
 def inputs(profile: Profile) -> Inputs:
-    aiter, atom = profile.component("aiter"), profile.component("atom")
-    platform = str(profile.section("lock").get("python_platform", "x86_64-manylinux_2_28"))
-    aiter_ref, atom_ref = str(aiter.get("ref")), str(atom.get("ref"))
+    platform = profile.lock.python_platform
+    aiter_ref, atom_ref = profile.component("aiter").ref, profile.component("atom").ref
     # Read where the profile reads them (a mirror's copy, else the repo): the same commits, so the same lock.
     setup = _read(profile.read_from("aiter"), aiter_ref, "setup.py")
     pyproject = _read(profile.read_from("atom"), atom_ref, "pyproject.toml")
     build = sorted({*BUILD_TOOLS, *string_list(setup, "setup_requires"), *atom_build_requires(pyproject)})
-    sdist = tuple(sorted(strings(profile.component("deps").get("build"))))
+    sdist = tuple(sorted(profile.component("deps").build))
     return Inputs(profile.python, platform, aiter_ref, atom_ref, tuple(aiter_requirements(setup, aiter_ref)),
                   tuple(atom_requirements(pyproject, atom_ref)), tuple(torch_requirements(profile)), tuple(build), sdist)
 
@@ -147,7 +146,7 @@ def torch_requirements(profile: Profile) -> list[str]:
     """torch and its pair at their upstream release (local version label dropped), for their own requirements."""
     out = []
     for name in COMPONENT_PACKAGES:
-        version = str(profile.component(name).get("version") or "")
+        version = profile.component(name).version
         if version:
             try:
                 out.append(f"{name}=={Version(version).public}")

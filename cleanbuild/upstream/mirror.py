@@ -46,7 +46,7 @@ def attach(profile: Profile, mirror: Path | None, where: str = ENV) -> Profile:
         return profile
     reads = {}
     for comp in profile.components:
-        repo = str(comp.get("repo"))
+        repo = comp.repo
         if comp.source != "git" or not is_url(repo):
             continue
         copy = mirror / copy_name(repo)

@@ -69,15 +69,14 @@ def check(profile: Profile) -> Report:
         if comp.source == "git":
             repo = Repo(profile.read_from(comp.name))
             repos[comp.name] = repo
-            rows.append(git_pin(comp.name, repo, str(comp.get("ref")), comp.get("branch")))
-        elif comp.source == "pypi" and comp.get("version"):
-            rows.append(pypi_pin(comp.name, str(comp.get("package", comp.name)), str(comp.get("version")), profile.python))
-        elif comp.source == "index" or (comp.source == "local" and comp.get("index_url")):
-            rows.append(index_pin(comp.name, str(comp.get("index_url")), str(comp.get("version")), profile.python))
+            rows.append(git_pin(comp.name, repo, comp.ref, comp.branch))
+        elif comp.source == "pypi" and comp.version:
+            rows.append(pypi_pin(comp.name, comp.distribution, comp.version, profile.python))
+        elif comp.source == "index" or (comp.source == "local" and comp.index_url):
+            rows.append(index_pin(comp.name, comp.index_url, comp.version, profile.python))
     ok = {r.component for r in rows if r.status == "ok"}
     if {"aiter", "atom"} <= ok:
-        aiter, atom = profile.component("aiter"), profile.component("atom")
-        rows.append(pair(repos["aiter"], str(aiter.get("ref")), repos["atom"], str(atom.get("ref"))))
+        rows.append(pair(repos["aiter"], profile.component("aiter").ref, repos["atom"], profile.component("atom").ref))
     if "aiter" in ok:
         rows.append(flydsl(profile, repos["aiter"]))
     return Report(rows)
@@ -133,13 +132,13 @@ def _tree(repo: Repo, ref: str) -> Tree:
 
 
 def flydsl(profile: Profile, aiter: Repo) -> Row:
-    ref = str(profile.component("aiter").get("ref"))
+    ref = profile.component("aiter").ref
     setup = aiter.show(ref, "setup.py") or b""
     m = FLYDSL.search(setup.decode(errors="replace"))
     want = m.group(1) if m else None
     comp = profile.component("flydsl")
     if comp.source == "pypi":
-        have: str | None = str(comp.get("version"))
+        have: str | None = comp.version
         where = "components.flydsl.version"
     else:
         runtime, _ = lock.lock_paths(profile)
@@ -235,7 +234,7 @@ def bump(profile: Profile, component: str, to: str | None, *, dry_run: bool,
         git_ref(to, "--to")
     repo = Repo(profile.read_from(component))
     heads = repo.heads()
-    branch = str(comp.get("branch") or _default_branch(heads))
+    branch = comp.branch or _default_branch(heads)
     target = to or heads.get(f"refs/heads/{branch}")
     if target is None:
         raise UsageError(f"{repo.url} has no branch {branch}. To fix, pass --to SHA.")
@@ -249,7 +248,7 @@ def bump(profile: Profile, component: str, to: str | None, *, dry_run: bool,
     text = file.read_text()
     note = (f"pins --bump {dt.date.today().isoformat()}: {new.sha[:12]} ({repo.describe(new.sha) or '-'}, "
             f"{new.date[:10]}) on {branch}; patches: {', '.join(f'{k}={v}' for k, v in outcomes.items())}")
-    old = str(comp.get("ref"))
+    old = comp.ref
     updated = rewrite_ref(text, component, old, new.sha, note) if file == _defining_file(profile, component) \
         else add_ref(text, component, new.sha, note)
     diff = "".join(difflib.unified_diff(text.splitlines(True), updated.splitlines(True), str(file), str(file)))

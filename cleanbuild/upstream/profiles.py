@@ -4,6 +4,9 @@ A profile may inherit another (`inherits = "default"`) and list only what it sub
 anything else replaces. Precedence: a command-line `--set` beats invoke.yaml `cleanbuild.overrides`, which beats
 the profile file. Override values are strings from a command line or YAML values; both are converted to the type
 the schema gives the key ("false" for a bool, "3.12" for a string), and a value of the wrong type is exit 2.
+
+load() resolves the checked profile once into frozen, typed values (Profile, Component, Base, Smoke ...), every key
+a profile leaves out at the default SCHEMA gives it; the rest of cleanbuild reads their attributes, never the TOML.
 """
 
 from __future__ import annotations
@@ -35,53 +38,135 @@ class SIZES:  # noqa: N801 - a schema type, named like the others' `list`, `int`
     """A list of whole numbers of at least 1 (tensor-parallel sizes); --set takes them comma-separated: 1,8."""
 
 
-_COMPONENT = {"source": SOURCES, "version": str, "repo": str, "ref": str, "branch": str, "index_url": str,
-              "package": str, "prebuild_kernels": bool, "triton_only": bool, "hsa_standin": bool, "max_jobs": int, "build": list}
+@dataclass(frozen=True)
+class Default:
+    """A schema entry whose key, left out of a profile, reads as `value` (a bare entry reads as its type's empty
+    value: "", false, 0, (), {}); the one place a profile's defaults are written."""
+
+    spec: object
+    value: object
+
+
+_COMPONENT = {"source": Default(SOURCES, "none"), "version": str, "repo": str, "ref": str, "branch": str,
+              "index_url": str, "package": str, "prebuild_kernels": Default(bool, True), "triton_only": bool,
+              "hsa_standin": bool, "max_jobs": Default(int, 0), "build": list}
 SCHEMA: dict[str, object] = {
     "name": str, "description": str, "inherits": str, "pinned": str, "offline": bool, "substitutes": list,
-    "python": str, "disk_gib": float,
+    "python": str, "disk_gib": Default(float, 20.0),
     "base": {"image": str, "digest": str, "rocm": str, "standin": bool},
     "components": {name: _COMPONENT for name in COMPONENTS},
-    "lock": {"python_platform": str, "exclude": list},
-    "validation": {"device": ("cuda", "cpu"), "env": dict},
-    "smoke": {"mode": ("atom", "cpu"), "command": list, "min_tokens": int, "gpu": bool},
-    "standin": {"suite": str, "base_packages": list},
-    "warm": {"enabled": bool, "models": list, "tp": SIZES},
+    "lock": {"python_platform": Default(str, "x86_64-manylinux_2_28"), "exclude": list},
+    "validation": {"device": Default(("cuda", "cpu"), "cuda"), "env": dict},
+    "smoke": {"mode": Default(("atom", "cpu"), "atom"), "command": list, "min_tokens": Default(int, 10),
+              "gpu": Default(bool, True)},
+    "standin": {"suite": Default(str, "bookworm"), "base_packages": list},
+    "warm": {"enabled": Default(bool, True), "models": list, "tp": Default(SIZES, (1, 8))},  # tp = []: (1, 8)
 }
 REQUIRED = ("name", "python", "base", "components")
 
 
-@dataclass(frozen=True)
+# ---- the resolved profile: frozen, typed, defaults filled in ----------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
 class Component:
+    """One [components.NAME] table. `given` names the keys the profile set: only those become build arguments
+    (their presence is part of the wheels' keys) and only those are what the report prints."""
+
     name: str
-    fields: Mapping[str, object]
+    source: str
+    version: str
+    repo: str
+    ref: str
+    branch: str
+    index_url: str
+    package: str
+    prebuild_kernels: bool
+    triton_only: bool
+    hsa_standin: bool
+    max_jobs: int
+    build: tuple[str, ...]  # what the deps stage builds from its sdist
+    given: tuple[str, ...] = ()  # in the order the profile (after inheritance and overrides) has them
 
     @property
-    def source(self) -> str:
-        return str(self.fields.get("source", "none"))
-
-    def get(self, key: str, default: object = None) -> object:
-        return self.fields.get(key, default)
+    def distribution(self) -> str:
+        """The package on the index: `package`, else the component's name."""
+        return self.package or self.name
 
     def build_args(self) -> dict[str, str]:
         prefix = self.name.upper()
-        return {f"{prefix}_{k.upper()}": str(self.fields[k]) for k in ARG_KEYS if k in self.fields}
+        return {f"{prefix}_{k.upper()}": str(getattr(self, k)) for k in ARG_KEYS if k in self.given}
 
-    def ref(self) -> str:
+    def as_given(self) -> dict[str, object]:
+        """The table as the profile wrote it (after inheritance and overrides): the keys it set, nothing defaulted."""
+        return {key: getattr(self, key) for key in self.given}
+
+    def provenance(self) -> str:
         """One-line provenance: 'repo@ref', 'pypi:name==version', 'as torch requires', 'none'."""
-        f, src = self.fields, self.source
-        if src == "git":
-            return f"{f.get('repo')}@{f.get('ref')}"
-        if src in ("pypi", "index"):
-            return f"{src}:{f.get('package', self.name)}=={f.get('version', '')}"
-        return {"torch": "as the torch wheel requires", "aiter": "as the aiter pin requires"}.get(src, src)
+        if self.source == "git":
+            return f"{self.repo}@{self.ref}"
+        if self.source in ("pypi", "index"):
+            return f"{self.source}:{self.distribution}=={self.version}"
+        return {"torch": "as the torch wheel requires", "aiter": "as the aiter pin requires"}.get(self.source, self.source)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
+class Base:
+    image: str
+    digest: str  # "" when unpinned
+    rocm: str
+    standin: bool  # built on demand by the prepare step (cleanbuild.images.standin)
+
+
+@dataclass(frozen=True, slots=True)
+class Lock:
+    python_platform: str
+    exclude: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Validation:
+    device: str
+    env: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Smoke:
+    mode: str  # atom: ATOM's own example; cpu: what a CPU can prove
+    command: tuple[str, ...]
+    min_tokens: int
+    gpu: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Standin:
+    suite: str
+    base_packages: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Warm:
+    enabled: bool
+    models: tuple[str, ...]
+    tp: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Profile:
     name: str
-    data: Mapping[str, object]
     file: Path
+    description: str
+    pinned: str
+    offline: bool
+    substitutes: tuple[str, ...]  # what an offline profile puts in place of the real thing; () when not offline
+    python: str
+    disk_gib: float
+    base: Base
+    components: tuple[Component, ...]  # those the profile has, in COMPONENTS order
+    lock: Lock
+    validation: Validation
+    smoke: Smoke
+    standin: Standin
+    warm: Warm
     # The mirror folder in force (cleanbuild.upstream.mirror.attach) and, per git component, the copy in it its
     # commits are read from (per `local` wheel: the index or folder it is fetched from, cleanbuild.upstream.wheelindex). The profile's own repo (the public URL) stays what reports, labels, keys and the lock
     # name: a mirror is where the bytes come from, not what they are.
@@ -92,56 +177,62 @@ class Profile:
         """Where a component's bytes are read: a git component's mirror copy, else the repo the profile pins; a
         `local` wheel's copy (cleanbuild.upstream.wheelindex), else the index the profile names."""
         comp = self.component(name)
-        return self.reads.get(name) or str(comp.get("repo") or comp.get("index_url") or "")
-
-    @property
-    def offline(self) -> bool:
-        return bool(self.data.get("offline", False))
-
-    @property
-    def substitutes(self) -> tuple[str, ...]:
-        """What an offline profile puts in place of the real thing, one line each: every report lists them."""
-        listed = self.data.get("substitutes")
-        return tuple(str(s) for s in listed) if self.offline and isinstance(listed, list | tuple) else ()
-
-    @property
-    def python(self) -> str:
-        return str(self.data["python"])
-
-    @property
-    def pinned(self) -> str:
-        return str(self.data.get("pinned", ""))
-
-    @property
-    def disk_gib(self) -> float:
-        gib = self.data.get("disk_gib", 20)
-        if not isinstance(gib, int | float | str):
-            raise TypeError(f"disk_gib is {gib!r}, not a number")
-        return float(gib)
-
-    @property
-    def base(self) -> Mapping[str, object]:
-        return table(self.data["base"])
+        return self.reads.get(name) or comp.repo or comp.index_url
 
     @property
     def base_ref(self) -> str:
         """image:tag@digest when a digest is pinned, else image:tag."""
-        digest = self.base.get("digest")
-        return f"{self.base['image']}@{digest}" if digest else str(self.base["image"])
-
-    @property
-    def components(self) -> tuple[Component, ...]:
-        comps = table(self.data["components"])
-        return tuple(Component(n, table(comps[n])) for n in COMPONENTS if n in comps)
+        return f"{self.base.image}@{self.base.digest}" if self.base.digest else self.base.image
 
     def component(self, name: str) -> Component:
-        for comp in self.components:
-            if comp.name == name:
-                return comp
-        return Component(name, MappingProxyType({"source": "none"}))
+        """The component's table; one with source "none" (and every default) when the profile has none."""
+        return next((c for c in self.components if c.name == name), _component(name, {}))
 
-    def section(self, name: str) -> Mapping[str, object]:
-        return table(self.data.get(name, MappingProxyType({})))
+
+def _resolve(data: Mapping[str, Any], name: str, file: Path) -> Profile:
+    """The merged, checked profile as typed values: every key it leaves out reads as SCHEMA's default."""
+    top = _values(data, {k: v for k, v in SCHEMA.items() if not isinstance(v, Mapping)})
+    comps = table(data["components"])
+    return Profile(
+        name=name, file=file, description=top["description"], pinned=top["pinned"], offline=top["offline"],
+        substitutes=top["substitutes"] if top["offline"] else (), python=top["python"],
+        disk_gib=float(top["disk_gib"]), base=Base(**_section(data, "base")),
+        components=tuple(_component(n, table(comps[n])) for n in COMPONENTS if n in comps),
+        lock=Lock(**_section(data, "lock")), validation=Validation(**_section(data, "validation")),
+        smoke=Smoke(**_section(data, "smoke")), standin=Standin(**_section(data, "standin")), warm=_warm(data),
+    )
+
+
+def _component(name: str, raw: Mapping[str, Any]) -> Component:
+    return Component(name, given=tuple(raw), **_values(raw, _COMPONENT))
+
+
+def _warm(data: Mapping[str, Any]) -> Warm:
+    values = _section(data, "warm")
+    return Warm(**{**values, "tp": values["tp"] or _default(table(SCHEMA["warm"])["tp"])})  # tp = [] reads as the default
+
+
+def _section(data: Mapping[str, Any], name: str) -> dict[str, Any]:
+    return _values(table(data.get(name, MappingProxyType({}))), table(SCHEMA[name]))
+
+
+def _values(raw: Mapping[str, Any], schema: Mapping[str, object]) -> dict[str, Any]:
+    """Every key of a schema table: the profile's value (checked, frozen), else the schema's default."""
+    return {key: raw[key] if key in raw else _default(entry) for key, entry in schema.items()}
+
+
+_EMPTY: dict[object, object] = {str: "", bool: False, int: 0, float: 0.0, list: (), SIZES: (), dict: MappingProxyType({})}
+
+
+def _default(entry: object) -> object:
+    if isinstance(entry, Default):
+        return entry.value
+    return _EMPTY[entry]
+
+
+def _spec(entry: object) -> object:
+    """A schema entry's type, its default aside."""
+    return entry.spec if isinstance(entry, Default) else entry
 
 
 def table(value: object) -> Mapping[str, object]:
@@ -149,15 +240,6 @@ def table(value: object) -> Mapping[str, object]:
     if not isinstance(value, Mapping):
         raise TypeError(f"expected a table, got {value!r}")
     return value
-
-
-def strings(value: object) -> tuple[str, ...]:
-    """A list of strings the schema checked (a tuple once loaded), () when absent; TypeError for anything else."""
-    if value is None:
-        return ()
-    if not isinstance(value, tuple | list):
-        raise TypeError(f"expected a list of strings, got {value!r}")
-    return tuple(str(v) for v in value)
 
 
 def available() -> list[str]:
@@ -175,7 +257,7 @@ def load(name: str, overrides: Mapping[str, object] | None = None, path: Path | 
     for dotted, value in (overrides or {}).items():
         set_key(data, str(dotted), value, file)
     _check_required(data, file)
-    return Profile(str(data.get("name", name)), table(_freeze(data)), file)
+    return _resolve(table(_freeze(data)), str(data.get("name", name)), file)
 
 
 def _read_chain(file: Path, name: str, seen: tuple[Path, ...]) -> dict[str, Any]:
@@ -250,7 +332,7 @@ def check(data: object, schema: Mapping[str, object], file: Path, prefix: str) -
         if key not in schema:
             known = ", ".join(sorted(schema))
             raise UsageError(f"profile {file}: unknown key {where!r}. To fix, use one of: {known}.")
-        spec = schema[key]
+        spec = _spec(schema[key])
         if isinstance(spec, Mapping):
             check(value, spec, file, f"{where}.")
         elif not _fits(value, spec):
@@ -312,7 +394,7 @@ def set_key(data: dict[str, Any], dotted: str, value: object, file: Path) -> Non
     for i, key in enumerate(keys):
         if not isinstance(spec, Mapping) or key not in spec:
             raise UsageError(f"override {dotted!r} does not name a profile entry. To fix, use a key such as components.aiter.ref.")
-        spec = spec[key]
+        spec = _spec(spec[key])
         if i < len(keys) - 1:
             if isinstance(spec, Mapping):
                 node = node.setdefault(key, {})

@@ -233,7 +233,8 @@ def _write(out: Path, entries: list[dict], installer: dict | None, in_root: Path
 
 
 def _component_keys() -> dict[str, str]:
-    """COMPONENT_KEYS="name=key ...": the key of every component image this assembly read (cleanbuild/components.py)."""
+    """COMPONENT_KEYS="name=key ...": the key of every component image this assembly read
+    (cleanbuild/images/components.py)."""
     return dict(item.split("=", 1) for item in env("COMPONENT_KEYS").split() if "=" in item)
 
 

@@ -9,7 +9,7 @@
 # ignores filters, and a filtered clone of it would fetch lazily in a loop). --update-shallow accepts a
 # shallow source. The CK submodule (and any other) is fetched at depth 1 only with --submodules.
 # REPO may not start with '-' or use a `transport::` form (ext:: runs commands), and every value reaches git
-# after `--`: the rule of the host's cleanbuild/refs.py.
+# after `--`: the rule of the host's cleanbuild/core/refs.py.
 set -eu
 repo=$1 ref=$2 dir=$3 submodules="" from=""
 shift 3

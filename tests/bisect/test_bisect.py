@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from cleanbuild.bisect import checks as checking
-from cleanbuild.bisect.command import bisect_command
 from cleanbuild.cli.settings import resolve
+from cleanbuild.commands.bisect_commits import bisect_command
 from cleanbuild.core.errors import UsageError
 from tests.support.fake_aiter import JIT_EXITS, JIT_FIXED, history, tuned_gemm
 from tests.support.gitrepos import git
@@ -173,7 +173,7 @@ def test_image_setup_travels_to_the_step_process_and_pins_the_commit(tmp_path):
     assert loaded == setup
     sha = "8a9186d983ed34ece2f68fe039e07f1b0abe147b"
     pinned = imagestep.at_commit(loaded.request, "aiter", sha, tmp_path / "step")
-    assert pinned.profile.component("aiter").get("ref") == sha
+    assert pinned.profile.component("aiter").ref == sha
     assert pinned.profile.name == asked.profile.name and pinned.ck_free
     assert pinned.profile.read_from("aiter") == asked.profile.read_from("aiter")  # the mirror's copy kept
     assert lock.check(pinned.profile) == []  # its own lock, remade for the commit
@@ -184,7 +184,7 @@ def test_image_setup_travels_to_the_step_process_and_pins_the_commit(tmp_path):
     assert [p.stat().st_mtime_ns for p in lock.lock_paths(pinned.profile)] == made  # the same commit: not remade
     assert plan.validate.command[-3:] == ("--only", "gemm-hipblaslt", "gemm-ck")
     assert "ckfree" in plan.patch.image and plan.prepare.lock_problem is None
-    at_pin = imagestep.plan_for(loaded, "aiter", str(asked.profile.component("aiter").get("ref")), (), tmp_path / "pin")
+    at_pin = imagestep.plan_for(loaded, "aiter", asked.profile.component("aiter").ref, (), tmp_path / "pin")
     assert at_pin.units == make_plan(asked.profile, asked.build(asked.arch[0])).units  # the pin: every key the same
 
 

@@ -2,7 +2,7 @@
 
 Usage errors run in-process through atom-build's Program (cleanbuild.cli.program) and the real namespace. A few tests
 start a process, for what only a process shows: the exit code of `atom-build` and of `python -m invoke` in this
-checkout, and invoke.yaml problems, which both check before invoke reads the file."""
+checkout, and invoke.yaml problems, which atom-build checks before invoke reads the file."""
 
 from __future__ import annotations
 
@@ -167,9 +167,8 @@ def test_a_broken_file_given_with_f_is_refused_before_invoke_reads_it(capsys, tm
 ATOM_BUILD = ("-c", "from cleanbuild.cli.main import main; main()")
 
 
-def invoke(*args: str, env: dict | None = None, entry: tuple[str, ...] = ATOM_BUILD,
-           cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *entry, *args], cwd=cwd, capture_output=True, text=True,  # noqa: S603
+def invoke(*args: str, env: dict | None = None, entry: tuple[str, ...] = ATOM_BUILD) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *entry, *args], cwd=ROOT, capture_output=True, text=True,  # noqa: S603
                           timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, check=False)
 
 
@@ -195,16 +194,6 @@ def test_a_broken_site_config_is_one_line_and_exit_2(tmp_path, content, needle):
     assert (result.returncode, len(lines)) == (2, 1), result.stderr
     assert lines[0].startswith(f"error: {conf} is not a valid site config (") and needle in lines[0]
     assert "Traceback" not in result.stderr + result.stdout
-
-
-def test_plain_invoke_refuses_a_broken_invoke_yaml_beside_tasks_py(tmp_path):
-    """tasks.py checks its own invoke.yaml when invoke imports it: one line, exit 2, not invoke's YAML traceback."""
-    (tmp_path / "tasks.py").write_bytes((ROOT / "tasks.py").read_bytes())
-    (tmp_path / "invoke.yaml").write_text("cleanbuild:\n  gpus: '0'\n")
-    result = invoke("--list", entry=("-m", "invoke"), cwd=tmp_path)
-    assert (result.returncode, result.stderr) == (2, f"error: {tmp_path / 'invoke.yaml'} is not a valid site config "
-                                                     "(cleanbuild.gpus is now cleanbuild.gpu (the same name as the "
-                                                     "flag)). To fix, rename the key to gpu.\n")
 
 
 # ---- the arch is parsed once, at the edge -------------------------------------------------------------------

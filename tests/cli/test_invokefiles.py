@@ -1,17 +1,14 @@
-"""Every config file invoke reads is checked before invoke reads it (cleanbuild.cli.invokefiles): one line naming the file,
-exit 2, no traceback. atom-build in-process through cli.main; plain `invoke` in a process (what only its real
-Program shows), where tasks.py checks what invoke reads after importing it."""
+"""Every config file invoke reads is checked by atom-build before invoke reads it (cleanbuild.cli.invokefiles): one
+line naming the file, exit 2, no traceback. In-process through cli.main. Plain `invoke` reads them its own way; what
+its tasks still refuse is in tests/cli/test_tasks_py.py."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from cleanbuild.cli import invokefiles, main
+from cleanbuild.cli import invokefiles, main, program
 
 ROOT = Path(__file__).resolve().parents[2]
 BAD = {  # file name -> (content, what the one line says about it)
@@ -108,47 +105,21 @@ def test_a_good_python_runtime_file_reaches_the_task(capsys, tmp_path):
                                  "quiet. To fix, use one of those."])
 
 
-@pytest.mark.parametrize(("argv", "expected"), [
-    (["invoke", "-f", "x.yaml", "plan"], "x.yaml"), (["inv", "--config=y.yml", "arch"], "y.yml"),
-    (["invoke", "plan", "--arch", "gfx942"], None), (["invoke", "-fz.json", "--list"], "z.json"),
-])
-def test_the_runtime_flag_is_read_as_invoke_reads_it(argv, expected):
-    assert invokefiles.config_flag(argv) == expected
-
-
-# ---- plain invoke: tasks.py checks what invoke reads after importing it -------------------------------------
-
-def plain_invoke(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=cwd, capture_output=True, text=True,  # noqa: S603
-                          timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, check=False)
-
-
-def test_plain_invoke_refuses_a_broken_file_given_with_f(tmp_path):
-    conf = tmp_path / "bad.json"
-    conf.write_text(BAD["bad.json"][0])
-    result = plain_invoke("-f", str(conf), "arch", "--arch", "gfx942")
-    assert (result.returncode, result.stdout) == (2, "")
-    one_line(2, result.stderr.splitlines(), f"error: {conf} is not a valid site config (", "Expecting ',' delimiter")
-
-
-def test_plain_invoke_refuses_a_missing_file_given_with_f(tmp_path):
-    result = plain_invoke("-f", str(tmp_path / "missing.yaml"), "arch", "--arch", "gfx942")
-    assert (result.returncode, result.stderr) == (2, f"error: the site config {tmp_path / 'missing.yaml'} is "
-                                                     "missing, not a YAML file. To fix, name an invoke.yaml file "
-                                                     "(-f FILE or INVOKE_RUNTIME_CONFIG=FILE) or unset it.\n")
-
-
-def test_plain_invoke_refuses_a_runtime_config_of_an_unknown_type(tmp_path):
+def test_a_runtime_file_named_by_the_environment_of_a_type_invoke_cannot_read_is_one_line(capsys, tmp_path,
+                                                                                          monkeypatch):
     conf = tmp_path / "site.toml"
     conf.write_text("[cleanbuild]\n")
-    result = plain_invoke("arch", "--arch", "gfx942", env={invokefiles.RUNTIME_ENV: str(conf)})
-    assert (result.returncode, len(result.stderr.splitlines())) == (2, 1), result.stderr
-    assert result.stderr.startswith(f"error: the site config {conf} is of a type invoke does not read")
+    monkeypatch.setenv(invokefiles.RUNTIME_ENV, str(conf))
+    one_line(*atom_build(capsys, "arch", "--arch", "gfx942"), f"error: the site config {conf} is of a type invoke "
+             "does not read")
 
 
-def test_plain_invoke_refuses_a_broken_project_json_beside_tasks_py(tmp_path):
-    (tmp_path / "tasks.py").write_bytes((ROOT / "tasks.py").read_bytes())
-    (tmp_path / "invoke.json").write_text(BAD["bad.json"][0])
-    result = plain_invoke("--list", cwd=tmp_path)
-    assert (result.returncode, len(result.stderr.splitlines())) == (2, 1), result.stderr
-    assert result.stderr.startswith(f"error: {tmp_path / 'invoke.json'} is not a valid site config (")
+@pytest.mark.parametrize("name", ["bad.json", "bad.py", "key.py"])
+def test_a_broken_project_file_beside_the_tasks_is_one_line(capsys, tmp_path, monkeypatch, name):
+    """This checkout's invoke.* (here a folder of the test's own as the checkout: atom-build reads the one beside its
+    tasks, never the current folder's)."""
+    monkeypatch.setattr(program, "REPO_ROOT", tmp_path)
+    conf = tmp_path / f"invoke.{name.split('.')[1]}"
+    conf.write_text(BAD[name][0])
+    one_line(*atom_build(capsys, "arch", "--arch", "gfx942"), f"error: {conf} is not a valid site config (",
+             BAD[name][1])

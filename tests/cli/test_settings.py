@@ -90,7 +90,7 @@ def test_a_config_only_option_is_no_flag_and_a_flag_only_option_no_key():
 def test_set_beats_config_overrides_beat_the_file():
     conf = {"overrides": {"components.aiter.ref": A40, "components.atom.ref": B40}}
     prof = resolve({"set": [f"components.aiter.ref={C40}"]}, conf).profile
-    assert (prof.component("aiter").get("ref"), prof.component("atom").get("ref")) == (C40, B40)
+    assert (prof.component("aiter").ref, prof.component("atom").ref) == (C40, B40)
 
 
 def test_the_overrides_in_force_are_kept_for_a_relock():

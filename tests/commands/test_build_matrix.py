@@ -1,6 +1,6 @@
 """cleanbuild.commands.build.build_matrix: every variant at the same time (a barrier only they can pass together), each
 through the build steps of its own plan, with its own engine client and its lines labelled; a failure lets the
-others finish and is raised after them. A unit the variants share is built once: steps._ensure holds one lock per
+others finish and is raised after them. A unit the variants share is built once: schedule.ensure holds one lock per
 unit key (test_one_key_is_built_once_by_threads_that_both_need_it). The real builds: tests/integration
 (test_matrix_rebuilds_only_what_is_missing), and benchmarks/bench_build.py's matrix row."""
 
@@ -76,8 +76,7 @@ def test_a_failing_variant_lets_the_others_finish_then_raises_the_first_in_order
 def test_one_key_is_built_once_by_threads_that_both_need_it(monkeypatch):
     """Two variants' threads need one unit at once: the first builds it (slowly), the second waits for the key's
     lock and then finds the image by key. Without the lock both would build it."""
-    from cleanbuild.images import buildx, steps
-    from cleanbuild.images.record import BuildRecord
+    from cleanbuild.images import buildx, schedule
     from tests.support.builds import VARIANTS, offline_plan
     from tests.support.fake_engine import Builds, FakeEngine
 
@@ -92,13 +91,12 @@ def test_one_key_is_built_once_by_threads_that_both_need_it(monkeypatch):
         return builds(spec, options, **kwargs)
 
     monkeypatch.setattr(buildx, "build", slow_build)
-    ctx = steps.Ctx(plan=plan, client=fake, journal=steps.Journal())
-    rec = BuildRecord(run_id="r", started=0.0, started_at="now")
+    site = schedule.Site(plan, fake, None)  # no engine facts: the classic store's path
     unit = plan.unit("builder")
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        first = pool.submit(steps._ensure, ctx, rec, unit)
+        first = pool.submit(schedule.ensure, site, unit)
         started.wait(5)
-        second = pool.submit(steps._ensure, ctx, rec, unit)
+        second = pool.submit(schedule.ensure, site, unit)
         got = [first.result(timeout=10), second.result(timeout=10)]
     assert [u.status for u in got] == ["built", "reused"] and builds.built == ["builder"]
     assert got[1].image_id == got[0].image_id and got[1].seconds > 0.3  # it waited for the build

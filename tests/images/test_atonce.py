@@ -1,4 +1,4 @@
-"""Units built at once (cleanbuild.images.atonce, steps._ensure_step): which build arguments name a stage instead
+"""Units built at once (cleanbuild.images.atonce, schedule.ensure_step): which build arguments name a stage instead
 of an image, which unit waits for another's image, and when the units are built together, one after another, or
 not at all. The engine is a fake (tests/support/fake_engine.py); tests/integration/test_reproducible_digests.py
 builds the same units both ways on a real engine and compares their digests."""
@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 
 from cleanbuild.core.spec import EngineFacts
-from cleanbuild.images import atonce, buildx, steps
+from cleanbuild.images import atonce, buildx, schedule
 from cleanbuild.images.dockerfile import base_image
 from cleanbuild.images.record import BuildRecord
 from tests.support.builds import VARIANTS, offline_plan
@@ -130,8 +130,8 @@ class AtOnce:
 
 
 def clean_layers(plan, fake, reproducible: bool = True):
-    ctx = steps.Ctx(plan=plan, client=fake, journal=steps.Journal())
-    return steps._ensure_step(ctx, record(reproducible), tuple(plan.unit(n) for n in LAYERS), {})
+    site = schedule.Site(plan, fake, record(reproducible).engine)
+    return schedule.ensure_step(site, tuple(plan.unit(n) for n in LAYERS), {})
 
 
 def test_on_the_containerd_store_every_layer_to_build_is_built_at_once_the_top_one_first(plan, monkeypatch):
@@ -188,8 +188,7 @@ def test_the_wheels_step_builds_aiter_on_the_environments_images_with_its_compon
     fake = FakeEngine()
     builds = AtOnce(fake, plan)
     monkeypatch.setattr(buildx, "build", builds)
-    ctx = steps.Ctx(plan=plan, client=fake, journal=steps.Journal())
-    done = steps._ensure_step(ctx, record(True), units, {})
+    done = schedule.ensure_step(schedule.Site(plan, fake, record(True).engine), units, {})
     assert [u.status for u in done] == ["built"] * len(units)
     assert {n for n, _ in builds.calls[:2]} == {"builder", "builder-git"}  # builder-git inlines builder
     assert builds.finished_before["aiter"] >= {"builder", "builder-git"}
@@ -197,8 +196,8 @@ def test_the_wheels_step_builds_aiter_on_the_environments_images_with_its_compon
     args = dict(builds.calls)
     assert args["aiter"]["DEPS_WHEELS"] == "deps-out" and args["wheels"]["AITER_WHEELS"] == plan.unit("aiter").image
     assert args["aiter"]["BUILDER_GIT"] == plan.unit("builder-git").image
-    free = [steps._key_lock(u.key).acquire(blocking=False) for u in units]  # every lock given back
+    free = [schedule.key_lock(u.key).acquire(blocking=False) for u in units]  # every lock given back
     for unit, taken in zip(units, free, strict=True):
         if taken:
-            steps._key_lock(unit.key).release()
+            schedule.key_lock(unit.key).release()
     assert all(free)

@@ -215,7 +215,7 @@ def test_an_images_labels_hold_nothing_its_key_does_not():
     """A unit with one key for every variant (torch, ATOM, mori from PyPI, a Triton-only aiter) is one image,
     whichever variant built it first: its labels, so its config and its digest, are the same from every variant's
     plan."""
-    from cleanbuild.images.steps import unit_labels
+    from cleanbuild.images.schedule import unit_labels
 
     plans = [P.make_plan(profiles.load("offline"), build_of(arch, ck_free=ck))
              for arch, ck in ((Arch.GFX950, True), (Arch.GFX942, False))]

@@ -18,6 +18,7 @@ import docker
 from cleanbuild.core import metadata
 from cleanbuild.core.errors import Interrupted, StepFailed
 from cleanbuild.images import buildx, pipeline, report
+from cleanbuild.images.plan import DEV_STEPS, STEPS
 from cleanbuild.images.record import BuildRecord
 from tests.support.builds import VARIANTS, offline_plan
 from tests.support.fake_engine import Builds, FakeEngine, busy, ctrl_c, json_file
@@ -178,3 +179,10 @@ def test_an_error_that_is_not_cleanbuilds_after_the_tag_still_removes_the_releas
     with pytest.raises(NotADirectoryError):
         pipeline.run(plan, fake, BUILD)
     assert fake.tags(plan.release_repo) == [failed_tag(plan)]
+
+
+def test_the_step_table_names_every_step_in_build_order():
+    """pipeline.STEPS is the one table of the steps and what each is given: a plan's steps, --src's dev step among
+    them, in the order a plan runs them, then promote's push."""
+    assert list(pipeline.STEPS) == [*DEV_STEPS, "push"]
+    assert set(STEPS) < set(pipeline.STEPS)

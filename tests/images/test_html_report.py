@@ -2,7 +2,7 @@
 escaped, and the page holds the run's steps, units, layers and validation rows.
 
 The record is made the way production makes it: the wheels manifest by collect_wheels (the producer's fixture),
-validation's JSON by validation.report, the patch report by patches.engine, and report.write in front.
+validation's JSON by validation.checks.report, the patch report by patches.engine, and report.write in front.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild.commands import audit_image, existing
+from cleanbuild.commands import audit_report, existing
 from cleanbuild.core import engine
 from cleanbuild.core.errors import EnvironmentProblem
 from cleanbuild.images import htmlpage, report
@@ -31,8 +31,8 @@ from patches.engine import Result
 from tests.support.collect_stage import collect
 from tests.support.htmlpage import Page
 from tests.support.requests import offline_plan
-from validation.report import Case, CheckResult
-from validation.report import Report as ValidationReport
+from validation.checks.report import Case, CheckResult
+from validation.checks.report import Report as ValidationReport
 
 EVIL = '<script>alert(1)</script>"><img src=x onerror=alert(2)>'
 MIB = 2**20
@@ -144,7 +144,7 @@ def test_patches_pins_sbom_and_substitutes_are_on_the_page(page):
     text = html.all_text()
     links = [a["href"] for tag, a in html.tags if tag == "a"]
     plan = offline_plan()
-    aiter = next(c for c in plan.profile.components if c.name == "aiter").fields["ref"]
+    aiter = next(c for c in plan.profile.components if c.name == "aiter").ref
     assert f"https://github.com/ROCm/aiter/commit/{aiter}" in links
     assert "tuned_gemm applied aiter/tuned_gemm.py" in text
     assert "amd-aiter 0.1.20.dev38+g79366eb81" in text  # the SBOM's component, from the manifest
@@ -195,11 +195,11 @@ def test_labels_logs_and_names_holding_markup_are_escaped(reports, stage):  # no
 
 
 def test_the_audit_page_escapes_findings_and_env(tmp_path):
-    result = audit_image.AuditResult(image=EVIL, image_id="sha256:x", arch=None, image_arch="gfx942", arch_source="label",
-                               findings=(audit_image._finding("labels", EVIL, "PRESENT", [EVIL], EVIL),), versions={EVIL: EVIL},
+    result = audit_report.AuditResult(image=EVIL, image_id="sha256:x", arch=None, image_arch="gfx942", arch_source="label",
+                               findings=(audit_report._finding("labels", EVIL, "PRESENT", [EVIL], EVIL),), versions={EVIL: EVIL},
                                size_bytes=2**30, largest_layers=({"size": 5 * MIB, "created_by": EVIL},), labels={EVIL: EVIL},
                                packages={}, seconds=1.0, env={"X": EVIL})
-    audit_image.write_report(result, tmp_path / "audit", tmp_path / "none.csv")
+    audit_report.write_report(result, tmp_path / "audit", tmp_path / "none.csv")
     html = Page((tmp_path / "audit" / "report.html").read_text())
     no_active_content(html)
     assert f"labels {EVIL} PRESENT {EVIL}" in html.all_text() and "5.0 MiB" in html.all_text()

@@ -15,8 +15,8 @@ from cleanbuild.images import plan as P
 from cleanbuild.images.record import BuildRecord, ImageSummary
 from cleanbuild.upstream import profiles
 from tests.support.requests import build_of
-from validation.payload.prune import prune
-from validation.payload.scan import manifest, scan
+from validation.gpucode.prune import prune
+from validation.gpucode.scan import manifest, scan
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from cleanbuild.core import metadata
 from cleanbuild.core.errors import UsageError
 from cleanbuild.core.spec import DOCKER_DIR
 from cleanbuild.gpuhost.arch import Arch
-from cleanbuild.images import buildx, dockerfile, steps
+from cleanbuild.images import buildx, dockerfile, release
 from cleanbuild.images import plan as P
 from cleanbuild.images.buildx_argv import cache_flags
 from cleanbuild.images.record import BuildRecord
@@ -273,9 +273,9 @@ def test_plan_and_tag_step_derive_the_release_repo_in_one_place(monkeypatch):
     monkeypatch.setattr(metadata, "release_repo", lambda registry, arch, ck: f"one/{registry}/{arch}/{ck}")
     plan = make(arch=Arch.GFX950, ck_free=True, registry="reg")
     versions = {"schema": 2, "arch": "gfx950", "ck_mode": "ckfree", "packages": {"aiter": "0.1.20", "atom": "0.1.1"}}
-    monkeypatch.setattr(steps.engine, "read_json", lambda client, image, path, run_id: versions)
+    monkeypatch.setattr(release.engine, "read_json", lambda client, image, path, run_id: versions)
     rec = BuildRecord(run_id="r", started=0.0, started_at="now", candidate_id="sha256:x")
-    _, repo = steps.release_tag(steps.Ctx(plan, None, steps.Journal()), rec)
+    _, repo = release.release_tag(None, plan.options, rec)
     assert (plan.release_repo, repo) == ("one/reg/gfx950/ckfree", "one/reg/gfx950/ckfree")
 
 
@@ -338,8 +338,8 @@ def test_two_runs_share_the_content_keyed_images_but_not_containers():
     assert (a.validate.name != b.validate.name, a.options.run_dir != b.options.run_dir) == (True, True)
 
 
-@pytest.mark.parametrize("changed", ["patches/catalog/tuned_gemm_hipblaslt.py", "validation/tritoncache/plan.py",
-                                     "validation/models.py"])
+@pytest.mark.parametrize("changed", ["patches/catalog/tuned_gemm_hipblaslt.py", "validation/warmcache/plan.py",
+                                     "validation/core/models.py", "validation/tritoncache.py"])
 def test_candidate_name_changes_with_the_patches_and_the_warm_code(tmp_path, monkeypatch, changed):
     before = make().patch.image
     for folder in ("patches", "validation"):
@@ -444,19 +444,39 @@ def _validation_imports(path: Path) -> set[str]:
     return found
 
 
-def test_the_warm_code_is_what_the_warm_step_imports_and_what_the_patch_context_sends():
-    """Every validation module the warm program reaches (its import closure, read from the source) is in the
-    candidate's key (plan.WARM_CODE) and sent by .dockerignore into the patch step's context."""
-    todo, seen = ["tritoncache/__main__.py"], set()
+def _closure(program: str) -> set[str]:
+    """Every file under validation/ that running this program imports (its import closure, read from the source),
+    the packages' __init__.py included."""
+    todo, seen = [program], set()
     while todo:
         rel = todo.pop()
         if rel not in seen:
             seen.add(rel)
             todo += sorted(_validation_imports(ROOT / "validation" / rel))
-    tops = {rel.split("/")[0] for rel in seen} | {"__init__.py"}
-    assert tops <= set(P.WARM_CODE), sorted(tops - set(P.WARM_CODE))
+    parents = {"/".join([*Path(rel).parts[:i], "__init__.py"]) for rel in seen for i in range(len(Path(rel).parts))}
+    return seen | parents
+
+
+def _not_sent(files: set[str], sent: tuple[str, ...]) -> list[str]:
+    """The files that no entry of sent names (a file, or a folder above it)."""
+    return sorted(f for f in files if not any(f == s or f.startswith(f"{s}/") for s in sent))
+
+
+def test_the_warm_code_is_what_the_warm_step_imports_and_what_the_patch_context_sends():
+    """Every validation module the warm program reaches is in the candidate's key (plan.WARM_CODE) and sent by
+    .dockerignore into the patch step's context."""
+    assert _not_sent(_closure("tritoncache.py"), P.WARM_CODE) == []
     ignore = (ROOT / ".dockerignore").read_text().splitlines()
     assert [name for name in P.WARM_CODE if f"!validation/{name}" not in ignore] == []
+
+
+def test_the_payload_reader_is_what_its_program_imports_and_what_the_clean_context_sends():
+    """`python -m validation.payload` in the clean step reads only what .dockerignore sends, all of it in the clean
+    unit's key (plan.READER_FILES beside gpucode/)."""
+    sent = (*P.READER_FILES, "gpucode")
+    assert _not_sent(_closure("payload.py"), sent) == []
+    ignore = (ROOT / ".dockerignore").read_text().splitlines()
+    assert [name for name in sent if f"!validation/{name}" not in ignore] == []
 
 
 def test_a_profile_without_the_warm_step_tells_validation_so():

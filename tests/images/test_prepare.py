@@ -160,5 +160,5 @@ def test_this_machines_pip_configuration_does_not_reach_the_fetch(tmp_path, monk
 
 def test_the_offline_profile_names_pytorchs_cpu_index_and_the_cpu_build():
     torch = profiles.load("offline").component("torch")
-    assert (torch.source, torch.get("version"), profiles.load("offline").read_from("torch")) == (
+    assert (torch.source, torch.version, profiles.load("offline").read_from("torch")) == (
         "local", "2.13.0+cpu", "https://download.pytorch.org/whl/cpu")

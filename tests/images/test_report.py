@@ -9,7 +9,8 @@ import pytest
 from cleanbuild.core import metadata
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.images import plan as P
-from cleanbuild.images import report, steps
+from cleanbuild.images import report
+from cleanbuild.images.observe import observe
 from cleanbuild.images.record import (
     BuildRecord,
     StepRecord,
@@ -144,7 +145,7 @@ class FakeClient:
 
 def test_the_report_takes_the_image_facts_the_record_holds(reports):
     rec = BuildRecord(run_id="r1", started=10.0, started_at="now", steps=STEPS, candidate_id="sha256:c")
-    data = report.build(offline_plan(), steps.observe(FakeClient(), rec), failed=False)
+    data = report.build(offline_plan(), observe(FakeClient(), rec), failed=False)
     assert (data["image_size_bytes"], data["layers"], data["labels"]) == (2**30, ["sha256:a", "sha256:b"], {"k": "v"})
     assert data["largest_layers"] == [{"size": 9, "created_by": "big"}, {"size": 5, "created_by": "small"}]
     assert data["payload"] is None
@@ -153,5 +154,5 @@ def test_the_report_takes_the_image_facts_the_record_holds(reports):
 
 def test_without_an_engine_the_report_has_no_image_facts(reports):
     rec = BuildRecord(run_id="r1", started=0.0, started_at="now", steps=STEPS, candidate_id="sha256:c")
-    data = report.build(offline_plan(), steps.observe(None, rec), failed=True)
+    data = report.build(offline_plan(), observe(None, rec), failed=True)
     assert (data["image_size_bytes"], data["layers"], data["largest_layers"], data["labels"]) == (None, [], [], {})

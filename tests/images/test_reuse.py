@@ -11,8 +11,7 @@ import pytest
 from cleanbuild.commands import build
 from cleanbuild.core import engine
 from cleanbuild.core.spec import DOCKER_DIR
-from cleanbuild.images import buildx, dockerfile, steps
-from cleanbuild.images.record import BuildRecord
+from cleanbuild.images import buildx, dockerfile, schedule
 from tests.support.builds import VARIANTS, offline_plan
 from tests.support.fake_engine import Builds, FakeEngine, keyed
 
@@ -33,9 +32,8 @@ def fake(plan, monkeypatch):
 
 
 def ensure_clean_and_candidate(plan, client) -> list[str]:
-    ctx = steps.Ctx(plan=plan, client=client, journal=steps.Journal())
-    rec = BuildRecord(run_id="r", started=0.0, started_at="now")
-    return [steps._ensure(ctx, rec, u).status for u in (*plan.step_units("clean"), plan.unit("candidate"))]
+    site = schedule.Site(plan, client, None)
+    return [schedule.ensure(site, u).status for u in (*plan.step_units("clean"), plan.unit("candidate"))]
 
 
 def test_the_image_below_each_layer_is_the_unit_it_starts_from(plan):

@@ -9,9 +9,8 @@ import pytest
 
 from cleanbuild.commands import build
 from cleanbuild.core import engine
-from cleanbuild.images import buildx, steps
+from cleanbuild.images import buildx, schedule
 from cleanbuild.images.plan import make_plan
-from cleanbuild.images.record import BuildRecord
 from cleanbuild.images.reuse import NO_EARLIER_BUILD, Action, Below, decide
 from tests.support.builds import VARIANTS, offline_plan
 from tests.support.fake_engine import Builds, FakeEngine, keyed
@@ -137,8 +136,8 @@ def test_every_unit_ends_where_the_preview_said(remote, monkeypatch):
 
     fake.builds = Builds(fake, plan)
     monkeypatch.setattr(buildx, "build", fake.builds)
-    ctx = steps.Ctx(plan=plan, client=fake, journal=steps.Journal())
-    done = {n: steps._ensure(ctx, BuildRecord(run_id="r", started=0.0, started_at="now"), plan.unit(n)) for n in CHAIN}
+    site = schedule.Site(plan, fake, None)
+    done = {n: schedule.ensure(site, plan.unit(n)) for n in CHAIN}
     assert [done[n].status for n in CHAIN] == ["reused", "reused", "built", "built"]
     assert [done[n].how for n in CHAIN] == ["found here by key, pushed (the registry lacked it)",
                                             "pulled from the registry by key", "built and pushed", "built and pushed"]
@@ -153,6 +152,5 @@ def test_a_pulled_image_not_on_the_image_below_is_built(remote, monkeypatch):
     fake.add_remote(("base", "venv-elsewhere", "atom"), keyed(layer), layer.image)
     fake.builds = Builds(fake, plan)
     monkeypatch.setattr(buildx, "build", fake.builds)
-    ctx = steps.Ctx(plan=plan, client=fake, journal=steps.Journal())
-    done = steps._ensure(ctx, BuildRecord(run_id="r", started=0.0, started_at="now"), layer)
+    done = schedule.ensure(schedule.Site(plan, fake, None), layer)
     assert (done.status, done.changed, fake.builds.built) == ("built", (NO_EARLIER_BUILD,), ["atom-layer"])

@@ -72,7 +72,7 @@ def test_provenance_names_the_pins_and_the_lock_digest(stage):  # noqa: F811
 
 
 def test_audit_finds_the_sbom_and_provenance_of_the_image_in_its_report_folder(tmp_path):
-    from cleanbuild.commands.audit_image import supply_chain_finding
+    from cleanbuild.commands.audit_report import supply_chain_finding
 
     folder = tmp_path / "atom-gfx950-ckfree" / "run1"
     folder.mkdir(parents=True)
@@ -95,7 +95,7 @@ def test_the_attached_sbom_is_the_reports_and_both_statements_name_the_image_man
 
 
 def test_audit_says_whether_the_sbom_is_attached_from_the_registry_or_the_report(tmp_path):
-    from cleanbuild.commands.audit_image import supply_chain_finding
+    from cleanbuild.commands.audit_report import supply_chain_finding
 
     image_id, ref = "sha256:" + "e" * 64, "127.0.0.1:5000/atom-gfx950-ckfree@sha256:" + "e" * 64
     folder = tmp_path / "atom-gfx950-ckfree" / "run1"

@@ -1,6 +1,6 @@
 """invoke audit on the images this repo really builds: the clean image before the patch layer has the pitfalls
 the patches exist for (exit 1), the patched candidate has none (exit 0). Derived images (two tritons, a GPU_ARCHS
-list) are in tests/audit/test_audit_docker.py."""
+list) are in tests/validation/probes/test_audit_docker.py."""
 
 from __future__ import annotations
 

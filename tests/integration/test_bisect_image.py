@@ -18,10 +18,11 @@ import pytest
 
 from cleanbuild.bisect import checks as checking
 from cleanbuild.bisect import imagestep
-from cleanbuild.bisect.command import bisect_command
 from cleanbuild.cli.settings import resolve
+from cleanbuild.commands.bisect_commits import bisect_command
 from tests.support.aiter_commits import mirror_with_commits
 from tests.support.builds import forget, only_in
+from tests.support.containers import left_by, record_run_ids
 from tests.support.upstream import AITER_PIN
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.network]
@@ -41,6 +42,7 @@ def image_request(folder: Path):
 def test_names_the_commit_that_reroutes_the_dispatcher_in_the_built_image(docker_engine, offline_builds, mirror,
                                                                           capsys, tmp_path, monkeypatch):
     folder, shas = mirror
+    run_ids = record_run_ids(monkeypatch)  # before the request: it makes the build's run id
     built = offline_builds["gfx950-ckfree"]
     request = image_request(folder)
     checks = checking.parse("aiter", ("gemm-hipblaslt",), image=True)
@@ -68,7 +70,7 @@ def test_names_the_commit_that_reroutes_the_dispatcher_in_the_built_image(docker
         assert (tmp_path / "report" / "bisect.md").is_file()
         # nothing left behind: no bisect folder, no container of a step, no -failed tag of a bad step
         assert list(temp.glob("cleanbuild-bisect-*")) == []
-        assert not docker_engine.containers.list(all=True, filters={"label": "io.atom-build.run"})
+        assert run_ids and left_by(docker_engine, run_ids) == []
         assert set(_failed_tags(docker_engine)) == failed_tags
     finally:
         for sha in shas:

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from cleanbuild.commands import audit_image
+from cleanbuild.commands import audit_report
 from cleanbuild.core import engine, metadata
 from cleanbuild.core.errors import Interrupted
-from cleanbuild.images import pipeline, sbom, steps
+from cleanbuild.images import pipeline, sbom
 from tests.support.builds import REPO, offline_plan
 from tests.support.tiny_model import make_tiny_model
 from tests.support.upstream import AITER_PIN, ATOM_PIN
@@ -96,7 +96,7 @@ def test_build_clean_tags_and_reports(docker_engine, offline_builds, model, arch
     assert (commits["amd-aiter"], commits["atom"]) == (AITER_PIN, ATOM_PIN)
     reproducible = engine.preflight(docker_engine, 1.0).reproducible
     assert report["attestations"] == ([sbom.SBOM, sbom.PROVENANCE] if reproducible else [])
-    finding = audit_image.supply_chain_finding(report["image_id"], REPO / "reports")
+    finding = audit_report.supply_chain_finding(report["image_id"], REPO / "reports")
     assert finding["status"] == "ok" and finding["evidence"][-1].startswith("attached to the image") == reproducible
     assert our_containers(docker_engine) == []
 
@@ -201,7 +201,7 @@ def test_ctrl_c_after_the_tag_step_removes_the_release_tag(docker_engine, offlin
     def interrupted_report(ctx, rec):
         raise KeyboardInterrupt
 
-    monkeypatch.setitem(steps.STEPS, "report", interrupted_report)
+    monkeypatch.setitem(pipeline.STEPS, "report", interrupted_report)
     with pytest.raises(Interrupted) as info:
         pipeline.run(plan, docker_engine, plan.steps)
     assert "removed the release tag" in str(info.value) and str(info.value).endswith("no release tag.")

@@ -22,8 +22,8 @@ from tests.support.tiny_model import make_tiny_model
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 ENGINE_FILES = {".dockerenv", "etc/hosts", "etc/hostname", "etc/resolv.conf"}
 PINS = profiles.load("offline")
-AITER_REF = PINS.component("aiter").get("ref")
-ATOM_REF = PINS.component("atom").get("ref")
+AITER_REF = PINS.component("aiter").ref
+ATOM_REF = PINS.component("atom").ref
 
 
 @pytest.fixture(scope="module", params=["gfx950-ckfree", "gfx942-ck"])

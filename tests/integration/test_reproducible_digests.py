@@ -37,7 +37,15 @@ from cleanbuild.cli.settings import resolve
 from cleanbuild.core import engine, metadata
 from cleanbuild.core.errors import StepFailed
 from cleanbuild.core.refs import split_image
-from cleanbuild.images import attest, pipeline, reproduce, sbom, standin, steps, verify
+from cleanbuild.images import (
+    attest,
+    pipeline,
+    reproduce,
+    sbom,
+    schedule,
+    standin,
+    verify,
+)
 from cleanbuild.images.plan import CLEAN_UNITS, Plan
 from cleanbuild.images.record import clean_labels
 from tests.support.builds import REPO, VARIANTS, forget
@@ -211,7 +219,7 @@ def check_attestations(at: str, plan: Plan, repo: str, digest: str) -> None:
     bom, prov = found[sbom.SBOM]["predicate"], found[sbom.PROVENANCE]["predicate"]
     commits = {c["name"]: p["value"] for c in bom["components"] for p in c.get("properties", [])
                if p["name"] == "io.atom-build:commit" and c["name"] in ("amd-aiter", "atom")}
-    pins = {c.name: c.ref() for c in plan.profile.components}
+    pins = {c.name: c.provenance() for c in plan.profile.components}
     assert sorted(commits) == ["amd-aiter", "atom"]
     assert all(len(sha) == 40 and sha in pins[n.removeprefix("amd-")] for n, sha in commits.items()), (commits, pins)
     assert prov["buildDefinition"]["externalParameters"]["pins"] == pins
@@ -246,7 +254,7 @@ def test_the_units_built_at_once_have_the_digests_of_those_built_one_after_anoth
                                                                                    offline_builds):
     """The session built the wheels and clean steps' units at once (cleanbuild.images.atonce: each target builds
     inline the stages of the units it shares with the others). Built again from a pruned BuildKit cache one after
-    another, each from the images of the units it reads (steps._ensure, the classic store's path), they come out
+    another, each from the images of the units it reads (schedule.ensure, the classic store's path), they come out
     with the same digests: a unit found by key and a unit built on images found by key are the bytes a cold build
     would give."""
     client = reproducible_engine
@@ -260,8 +268,8 @@ def test_the_units_built_at_once_have_the_digests_of_those_built_one_after_anoth
                                                                    "built at once (venv, atom-layer, clean)"}
     forget(client, units)
     subprocess.run(["docker", "builder", "prune", "-af"], check=True, capture_output=True)  # noqa: S603,S607
-    ctx = steps.Ctx(plan, client, steps.Journal())
+    site = schedule.Site(plan, client, rec.engine)
     own = {"clean": clean_labels(plan, rec)}
-    second = {u.name: steps._ensure(ctx, rec, u, own.get(u.name, ())) for u in units}
+    second = {u.name: schedule.ensure(site, u, own.get(u.name, ())) for u in units}
     assert {u.how for u in second.values()} == {"built"}
     assert {n: u.image_id for n, u in second.items()} == first

@@ -36,8 +36,11 @@ from patch_upstream_repos import GROUPS, NAMED, commits, missing_reason, version
 
 from patches import engine
 from patches.catalog import PATCHES
-from validation import aiter_dispatch, aiter_lookup
-from validation.aiter_dispatch import Call
+from validation.aiterpkg import gemm_dispatch
+from validation.aiterpkg import (
+    tuned_lookup as aiter_lookup,  # `tuned_lookup` is a fixture here
+)
+from validation.aiterpkg.gemm_dispatch import Call
 
 OK = {"applied", "already-applied", "upstream-fixed"}
 PATCHES_OF = {
@@ -289,15 +292,15 @@ DISPATCH_PRESHUFFLED = Call(512, 4096, 4096, preshuffled=True)  # the bpreshuffl
 
 
 def dispatched(data: bytes, tmp_path: Path, gfx: str, call: Call) -> list[str]:
-    """The backends tgemm.mm of this tuned_gemm.py reaches for call (validation.aiter_dispatch, no tuned CSV)."""
+    """The backends tgemm.mm of this tuned_gemm.py reaches for call (validation.aiterpkg.gemm_dispatch, no tuned CSV)."""
     pkg = tmp_path / gfx / "aiter"
     pkg.mkdir(parents=True)
     (pkg / "tuned_gemm.py").write_bytes(data)
-    kernels = aiter_dispatch.StubbedKernels()
+    kernels = gemm_dispatch.StubbedKernels()
     with aiter_lookup.load(pkg, gfx, {"gfx942": 304, "gfx950": 256}[gfx], on_call=kernels) as lookup:
         if call.preshuffled and not lookup.accepts("bpreshuffle"):
             pytest.skip("this aiter's lookup has no bpreshuffle")
-        return aiter_dispatch.run_stubbed(lookup.module, kernels, call).backends()
+        return gemm_dispatch.run_stubbed(lookup.module, kernels, call).backends()
 
 
 @pytest.mark.parametrize("gfx", ["gfx942", "gfx950"])

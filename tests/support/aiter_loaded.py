@@ -1,5 +1,5 @@
-"""`python -m tests.support.aiter_loaded AITER_PKG EMPTY_FOLDER`: what validation.aiter_adapter leaves in a process
-that loads aiter's source at the pin (tests/validation/test_aiter_adapter.py), as one JSON object on stdout.
+"""`python -m tests.support.aiter_loaded AITER_PKG EMPTY_FOLDER`: what validation.aiterpkg.adapter leaves in a process
+that loads aiter's source at the pin (tests/validation/aiterpkg/test_adapter.py), as one JSON object on stdout.
 
 A process of its own, because importing aiter's kernel modules registers torch library ops that torch cannot take
 down at exit: aiter defines `aiter::aiter::gemm_a16w16_`, and torch's exit hook (torch/library.py `_del_library`)
@@ -17,8 +17,8 @@ from typing import Any
 
 os.environ.setdefault("TRITON_INTERPRET", "1")  # before any kernel module loads, as tests/validation/conftest.py
 
-from validation import aiter_adapter  # noqa: E402
-from validation.aiter_triton import KERNELS  # noqa: E402
+from validation.aiterpkg import adapter  # noqa: E402
+from validation.aiterpkg.triton_ops import KERNELS  # noqa: E402
 
 PIN_MODULES = [k.module for k in KERNELS.values()] + [k.jit_module for k in KERNELS.values()]
 GEMM = "aiter.ops.triton._triton_kernels.gemm.basic.gemm_a16w16"
@@ -32,24 +32,24 @@ def from_source(module: Any, pkg: Path) -> bool:
 
 def config_after(lookup: Any, before: str, target: str) -> dict[str, Any]:
     """The gemm config aiter looks up for target right after it looked one up for before (same shape)."""
-    aiter_adapter.set_arch(before, interpreting=True)
+    adapter.set_arch(before, interpreting=True)
     lookup(128, 1000, 1000)  # caches the other arch's answer under an arch-free key
-    aiter_adapter.set_arch(target, interpreting=True)
+    adapter.set_arch(target, interpreting=True)
     config, _ = lookup(128, 1000, 1000)
     return dict(config)
 
 
 def second_source(empty: Path) -> str:
     try:
-        aiter_adapter.import_source(empty)
-    except aiter_adapter.AdapterError as exc:
+        adapter.import_source(empty)
+    except adapter.AdapterError as exc:
         return str(exc)
     return ""
 
 
 def facts(pkg: Path, empty: Path) -> dict[str, Any]:
-    aiter_adapter.import_source(pkg)
-    aiter_adapter.set_arch("gfx942", interpreting=True)
+    adapter.import_source(pkg)
+    adapter.set_arch("gfx942", interpreting=True)
     loaded = {name: __import__(name, fromlist=["_"]) for name in PIN_MODULES}
     aiter = {k: v for k, v in sys.modules.items() if k == "aiter" or k.startswith("aiter.")}
     out: dict[str, Any] = {
@@ -60,7 +60,7 @@ def facts(pkg: Path, empty: Path) -> dict[str, Any]:
     }
     out["fp8"] = {}
     for arch in ARCHS:
-        aiter_adapter.set_arch(arch, interpreting=True)
+        adapter.set_arch(arch, interpreting=True)
         out["fp8"][arch] = str(sys.modules["aiter"].dtypes.fp8)
     out["second_source"] = second_source(empty)
     return out

@@ -1,62 +1,64 @@
-"""The real ROCm/aiter and ROCm/ATOM repositories ($ATOM_BUILD_MIRROR, else ../shared/upstream) for host tests.
+"""The real ROCm/aiter and ROCm/ATOM repositories for host tests: devsupport.upstream's folder, pins and copies, a
+missing folder made a skip (a failure when CI=true), and readers of their commits.
 
-The commits the tests name are the ones the upstream README lists: the pins of the default profile, the
-2026-08-22 heads of main, the pull-request head the old aiter pin named and the mori commit the old ATOM pin named.
 `tree_at` reads every .py file of a commit with ONE `git cat-file --batch` (a `git show` per file, as
 cleanbuild.upstream.pins does, takes seconds per tree): the import checker itself does not care how files are read.
+A pytest plugin (tests/conftest.py's pytest_plugins): devsupport raises MirrorMissing wherever a test or a fixture
+reaches for the folder, and the hooks here turn it into the test's skip.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from cleanbuild.core.spec import REPO_ROOT
-from cleanbuild.upstream import mirror, wheelindex
 from cleanbuild.upstream.imports import Tree
-from cleanbuild.upstream.profiles import Profile
+from devsupport.upstream import (
+    AITER_HEAD,
+    AITER_PIN,
+    AITER_PR_HEAD,
+    ATOM_HEAD,
+    ATOM_PIN,
+    DEFAULT,
+    ENV,
+    MORI_COMMIT,
+    MirrorMissing,
+    mirrored,
+    upstream_dir,
+    writable_copy,
+)
 
-ENV = mirror.ENV
-DEFAULT = REPO_ROOT.parent / "shared" / "upstream"
-
-AITER_PIN = "79366eb81451e20bc206f63ab56cae8c63c927ed"  # 2026-08-03, squash-merge of PR 4465 (default profile)
-AITER_HEAD = "e4048607a535ace3a2b51ded31b1c8c2d45c0879"  # main on 2026-08-22
-AITER_PR_HEAD = "024344700df39b0d78a57f0b626b00fe2661b861"  # only on refs/pull/4465/head (the old pin)
-ATOM_PIN = "181b0f46dfd783bfc083f42d88b3de59f02171bf"  # 2026-07-31 (default profile)
-ATOM_HEAD = "ffdf3bb5ddf8a15a64d521a2eeb3bc7438f9ac21"  # main on 2026-08-22
-MORI_COMMIT = "f9b010e4f4f09558f9e74319e77bdc1c70049893"  # the old ATOM "pin": a ROCm/mori commit
-
-
-def upstream_dir() -> Path:
-    """The folder holding aiter.git and atom.git: a failure when CI=true and it is missing, a skip elsewhere."""
-    path = Path(os.environ.get(ENV) or DEFAULT)
-    if (path / "aiter.git").exists() and (path / "atom.git").exists():
-        return path.resolve()
-    why = f"no aiter.git and atom.git under {path} (set {ENV} to the folder holding them)"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"CI=true and {why}", pytrace=False)
-    pytest.skip(why)
+__all__ = ["AITER_HEAD", "AITER_PIN", "AITER_PR_HEAD", "ATOM_HEAD", "ATOM_PIN", "DEFAULT", "ENV", "MORI_COMMIT",
+           "REPO_ROOT", "commit_file", "git", "mirrored", "tree_at", "upstream_dir", "writable_copy"]
 
 
-def mirrored(profile: Profile) -> Profile:
-    """The profile with its aiter and ATOM read from upstream_dir(), as ATOM_BUILD_MIRROR makes a task read them, and
-    its CPU torch wheel from ATOM_BUILD_TORCH_INDEX when that is set (CI's machine keeps it in a folder)."""
-    return wheelindex.attach(mirror.attach(profile, upstream_dir()),
-                             wheelindex.location(os.environ.get(wheelindex.ENV)))
+@contextlib.contextmanager
+def mirror_or_skip() -> Iterator[None]:
+    """MirrorMissing made the test's skip, or its failure when CI=true (CI always has the mirror)."""
+    try:
+        yield
+    except MirrorMissing as missing:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI=true and {missing}", pytrace=False)
+        pytest.skip(str(missing))
 
 
-def writable_copy(name: str, dest: Path) -> Path:
-    """A writable copy of upstream_dir()/name (a bare repository), every ref and object of it. These copies are
-    shallow, so `git clone` ignores --local and --shared and repacks every object (about a second of CPU); copying
-    the folder gives the same repository in a few milliseconds."""
-    shutil.copytree(upstream_dir() / name, dest)
-    for path in (dest, *dest.rglob("*")):  # the shared copies are read-only; this one gets new objects and refs
-        path.chmod(path.stat().st_mode | 0o200)
-    return dest
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):  # the fixtures (the session's `upstream`)
+    with mirror_or_skip():
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):  # the test itself (offline_plan, writable_copy)
+    with mirror_or_skip():
+        return (yield)
 
 
 def git(repo: Path, *args: str, input_: bytes | None = None, env: dict | None = None) -> bytes:

@@ -94,7 +94,7 @@ def test_a_copy_may_be_bare_or_a_clone(tmp_path):
 
 def test_the_profile_keeps_naming_the_public_urls(copies):
     prof = mirror.attach(profiles.load("offline"), copies)
-    assert (prof.component("aiter").get("repo"), prof.component("atom").ref().split("@")[0]) == (AITER_URL, ATOM_URL)
+    assert (prof.component("aiter").repo, prof.component("atom").provenance().split("@")[0]) == (AITER_URL, ATOM_URL)
     assert (prof.mirror, prof.read_from("atom")) == (copies, str(copies / "atom.git"))
 
 

@@ -275,7 +275,7 @@ def test_bump_rewrites_only_the_ref_line_and_its_note(profile_dir, upstream_sets
 
 def test_bumped_profile_loads_with_the_new_pin(profile_dir, upstream_sets):
     pins.bump(offline(upstream_sets, profile_dir / "offline.toml"), "aiter", AITER_HEAD, dry_run=False, relock=None)
-    assert profiles.load("offline", path=profile_dir / "offline.toml").component("aiter").get("ref") == AITER_HEAD
+    assert profiles.load("offline", path=profile_dir / "offline.toml").component("aiter").ref == AITER_HEAD
 
 
 def test_bump_runs_every_patch_on_the_candidate(profile_dir, upstream_sets):
@@ -353,7 +353,7 @@ def test_bump_of_a_profile_elsewhere_writes_that_file_not_the_built_in(tmp_path,
     builtin = {p.name: p.read_bytes() for p in profiles.PROFILE_DIR.iterdir()}
     result = pins.bump(profiles.load("mine", upstream_sets, mine), "aiter", AITER_HEAD, dry_run=False, relock=None)
     assert result.diff.startswith(f"--- {mine}\n")
-    assert profiles.load("mine", path=mine).component("aiter").get("ref") == AITER_HEAD
+    assert profiles.load("mine", path=mine).component("aiter").ref == AITER_HEAD
     assert {p.name: p.read_bytes() for p in profiles.PROFILE_DIR.iterdir()} == builtin
 
 
@@ -388,7 +388,7 @@ def test_bump_remakes_every_affected_lock_with_the_profile_in_one_change(profile
     rendered, written = [], []
 
     def render(prof, **_):
-        rendered.append((prof.file.name, prof.component("aiter").get("ref")))
+        rendered.append((prof.file.name, prof.component("aiter").ref))
         runtime, build = pins.lock.lock_paths(prof)
         return {runtime: f"runtime of {prof.name}\n", build: f"build of {prof.name}\n"}
 

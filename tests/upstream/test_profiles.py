@@ -45,7 +45,7 @@ def test_default_base_image_is_pinned_by_digest():
 
 def test_default_pins_aiter_and_atom_by_full_commit():
     prof = profiles.load("default")
-    assert (prof.component("aiter").get("ref"), prof.component("atom").get("ref")) == (AITER_PIN, ATOM_PIN)
+    assert (prof.component("aiter").ref, prof.component("atom").ref) == (AITER_PIN, ATOM_PIN)
 
 
 def test_offline_profile_loads_as_offline_on_python_311():
@@ -57,16 +57,16 @@ def test_offline_keeps_the_default_pins_and_repositories():
     """The offline profile substitutes no repository: it pins the public ones (a mirror is only where they are read)."""
     default, offline = profiles.load("default"), profiles.load("offline")
     for name in ("aiter", "atom"):
-        assert offline.component(name).get("ref") == default.component(name).get("ref"), name
-        assert offline.component(name).get("repo") == default.component(name).get("repo"), name
-        assert default.component(name).get("repo").startswith("https://github.com/ROCm/")
+        assert offline.component(name).ref == default.component(name).ref, name
+        assert offline.component(name).repo == default.component(name).repo, name
+        assert default.component(name).repo.startswith("https://github.com/ROCm/")
     assert not [line for line in offline.substitutes if line.startswith("repos")]
 
 
 def test_offline_tables_merge_key_by_key():
     """offline.toml's [components.aiter] sets two switches; repo, ref, branch and max_jobs come from default."""
     aiter = profiles.load("offline").component("aiter")
-    assert (aiter.get("branch"), aiter.get("max_jobs"), aiter.get("triton_only")) == ("main", 0, True)
+    assert (aiter.branch, aiter.max_jobs, aiter.triton_only) == ("main", 0, True)
 
 
 def _leaves(table: dict, prefix: str = ""):
@@ -86,11 +86,64 @@ def test_offline_file_lists_only_substitutions():
 
 
 def test_profile_is_immutable():
-    prof = profiles.load("default")
+    prof = profiles.load("offline")
     with pytest.raises(TypeError):
-        prof.data["python"] = "3.9"  # type: ignore[index]
+        prof.validation.env["TRITON_INTERPRET"] = "0"  # type: ignore[index]
     with pytest.raises(dataclasses.FrozenInstanceError):
         prof.name = "x"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        prof.component("aiter").ref = "x"  # type: ignore[misc]
+    assert isinstance(prof.component("deps").build, tuple) and isinstance(prof.warm.models, tuple)
+
+
+# ---- typed values: read by attribute, defaults from the schema -------------------------------------------------
+
+TYPED = (profiles.Profile, profiles.Component, profiles.Base, profiles.Lock, profiles.Validation, profiles.Smoke,
+         profiles.Standin, profiles.Warm)
+
+
+@pytest.mark.parametrize("cls", TYPED, ids=lambda c: c.__name__)
+def test_typed_values_offer_no_mapping_reads(cls):
+    """Nothing past the loader reads a profile as loose strings: no .get, .section, .fields or .data to call."""
+    assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen
+    assert not {"get", "section", "fields", "data", "__getitem__"} & set(dir(cls))
+
+
+@pytest.mark.parametrize(("cls", "section"), [(profiles.Base, "base"), (profiles.Lock, "lock"),
+                                              (profiles.Validation, "validation"), (profiles.Smoke, "smoke"),
+                                              (profiles.Standin, "standin"), (profiles.Warm, "warm")])
+def test_each_table_has_one_attribute_per_schema_key(cls, section):
+    assert [f.name for f in dataclasses.fields(cls)] == list(profiles.SCHEMA[section])
+
+
+def test_a_component_has_one_attribute_per_schema_key():
+    names = [f.name for f in dataclasses.fields(profiles.Component)]
+    assert names == ["name", *profiles.SCHEMA["components"]["aiter"], "given"]
+
+
+def test_left_out_keys_read_as_the_schema_defaults(tmp_path):
+    """A profile that sets no [smoke], [warm], [validation], [standin], [lock] or aiter switches gets SCHEMA's values."""
+    base = tomllib.loads((PROFILE_DIR / "default.toml").read_text())
+    comps = "\n".join(f'[components.{n}]\nsource = "{t.get("source", "none")}"\n'
+                      + (f'repo = "{t["repo"]}"\nref = "{t["ref"]}"\n' if "ref" in t else "")
+                      for n, t in base["components"].items() if n in profiles.REQUIRED_COMPONENTS)
+    path = write(tmp_path, "bare.toml", f'name = "bare"\npython = "3.12"\n[base]\nimage = "x:1"\n{comps}')
+    prof = profiles.load("bare", path=path)
+    assert (prof.smoke, prof.warm, prof.validation.device, prof.standin.suite, prof.lock.python_platform) == (
+        profiles.Smoke("atom", (), 10, True), profiles.Warm(True, (), (1, 8)), "cuda", "bookworm", "x86_64-manylinux_2_28")
+    aiter = prof.component("aiter")
+    assert (aiter.prebuild_kernels, aiter.triton_only, aiter.max_jobs, prof.disk_gib, prof.base.digest) == (True, False, 0, 20.0, "")
+    assert (prof.base_ref, prof.component("mori").source, prof.component("mori").build_args()) == ("x:1", "none", {})
+
+
+def test_an_empty_tp_list_reads_as_the_default_sizes():
+    assert profiles.load("default", {"warm.tp": ""}).warm.tp == (1, 8)
+
+
+def test_build_args_and_the_report_see_only_the_keys_the_profile_set():
+    torchvision = profiles.load("default").component("torchvision")
+    assert torchvision.build_args() == {"TORCHVISION_VERSION": "0.26.0+rocm7.2"}
+    assert torchvision.as_given() == {"version": "0.26.0+rocm7.2"}
 
 
 # ---- the schema -----------------------------------------------------------------------------------------------
@@ -205,12 +258,12 @@ def test_copied_profile_folder_inherits_from_beside_itself(profile_dir):
     default = profile_dir / "default.toml"
     default.write_text(default.read_text().replace(ATOM_PIN, ATOM_HEAD))
     prof = profiles.load("offline", path=profile_dir / "offline.toml")
-    assert prof.component("atom").get("ref") == ATOM_HEAD
+    assert prof.component("atom").ref == ATOM_HEAD
 
 
 def test_a_profile_elsewhere_inherits_the_built_in_default(tmp_path):
     prof = profiles.load("child", path=child(tmp_path, ""))
-    assert (prof.name, prof.component("aiter").get("ref")) == ("child", AITER_PIN)
+    assert (prof.name, prof.component("aiter").ref) == ("child", AITER_PIN)
 
 
 # ---- typed overrides ------------------------------------------------------------------------------------------
@@ -218,18 +271,18 @@ def test_a_profile_elsewhere_inherits_the_built_in_default(tmp_path):
 @pytest.mark.parametrize("value", ["false", "0", "no", "off", "False"])
 def test_prebuild_kernels_override_is_a_bool(value):
     prof = profiles.load("default", {"components.aiter.prebuild_kernels": value})
-    assert prof.component("aiter").get("prebuild_kernels") is False
+    assert prof.component("aiter").prebuild_kernels is False
 
 
 @pytest.mark.parametrize("value", ["true", "1", "yes", "on"])
 def test_true_override_is_a_bool(value):
     prof = profiles.load("offline", {"components.aiter.prebuild_kernels": value})
-    assert prof.component("aiter").get("prebuild_kernels") is True
+    assert prof.component("aiter").prebuild_kernels is True
 
 
 def test_smoke_gpu_override_is_a_bool():
     prof = profiles.load("default", {"smoke.gpu": "false"})
-    assert prof.section("smoke")["gpu"] is False
+    assert prof.smoke.gpu is False
 
 
 def test_offline_override_is_a_bool():
@@ -240,22 +293,22 @@ def test_offline_override_is_a_bool():
 def test_yaml_values_keep_their_type():
     """invoke.yaml gives typed values: a YAML false is False, a YAML int is taken for a float key."""
     prof = profiles.load("default", {"smoke.gpu": False, "disk_gib": 50})
-    assert prof.section("smoke")["gpu"] is False and prof.disk_gib == 50.0
+    assert prof.smoke.gpu is False and prof.disk_gib == 50.0
 
 
 def test_numeric_override_is_converted():
     prof = profiles.load("default", {"disk_gib": "12.5", "components.aiter.max_jobs": "8"})
-    assert (prof.disk_gib, prof.component("aiter").get("max_jobs")) == (12.5, 8)
+    assert (prof.disk_gib, prof.component("aiter").max_jobs) == (12.5, 8)
 
 
 def test_list_override_is_split_on_commas():
     prof = profiles.load("default", {"components.deps.build": "zmq, other"})
-    assert prof.component("deps").get("build") == ("zmq", "other")
+    assert prof.component("deps").build == ("zmq", "other")
 
 
 def test_table_of_strings_override_sets_one_entry():
     prof = profiles.load("offline", {"validation.env.GPU_ARCHS": "gfx942"})
-    assert dict(prof.section("validation")["env"]) == {"TRITON_INTERPRET": "1", "GPU_ARCHS": "gfx942"}
+    assert dict(prof.validation.env) == {"TRITON_INTERPRET": "1", "GPU_ARCHS": "gfx942"}
 
 
 @pytest.mark.parametrize("key,value,named", [

@@ -15,9 +15,9 @@ os.environ.setdefault("TRITON_INTERPRET", "1")
 
 from tests.support.upstream import AITER_PIN  # noqa: E402 - the profiles' pin (tests/upstream/test_profiles.py)
 from tests.support.wheels import pip_download  # noqa: E402
-from validation.archs import get as get_arch  # noqa: E402 - after TRITON_INTERPRET on purpose
 from validation.checks.context import Context  # noqa: E402
-from validation.device import detect  # noqa: E402
+from validation.core.archs import get as get_arch  # noqa: E402 - after TRITON_INTERPRET on purpose
+from validation.core.device import detect  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 AITER_WHEEL = "amd-aiter==0.1.7.post2.dev18"
@@ -26,7 +26,7 @@ WHEEL_CACHE = REPO / ".cache" / "pypi"
 
 def pytest_configure(config):
     # numpy 2.3 warns where triton 3.6's interpreter turns a 1-element array into a loop bound (2.4 raises:
-    # validation.interpreter.runtime_loops says so). aiter's kernels hit it on every K loop.
+    # validation.core.interpreter.runtime_loops says so). aiter's kernels hit it on every K loop.
     config.addinivalue_line("filterwarnings", "ignore:Conversion of an array with ndim > 0:DeprecationWarning")
 
 
@@ -134,7 +134,7 @@ def pin_patched(aiter_pkg, patched_copy) -> Path:
 @pytest.fixture(scope="session")
 def interpreter_runs_aiter() -> None:
     """aiter's kernels loop over runtime arguments; triton 3.6's interpreter needs numpy<2.4 for that."""
-    from validation import interpreter
+    from validation.core import interpreter
 
     why = interpreter.runtime_loops()
     if why:

@@ -1,5 +1,5 @@
 """The tier's log ends with pytest's summary: no process of the tier ends holding a torch op that torch's exit hook
-fails on (tests/conftest.py asks each at its end). test_aiter_adapter.py loads aiter's source, whose ops are such,
+fails on (tests/conftest.py asks each at its end). aiterpkg/test_adapter.py loads aiter's source, whose ops are such,
 in a process of its own; this file checks the question the tier asks."""
 
 from tests.support import exit_hooks

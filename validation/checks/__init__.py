@@ -14,14 +14,14 @@ from validation.checks import (
     gemm_triton,
     lds_budget,
     moe_triton,
-    payload,
+    payload_arch,
     tuned_csv_coverage,
 )
 from validation.checks.context import Context
-from validation.report import FAILED, CheckResult
+from validation.checks.report import FAILED, CheckResult
 
 CHECKS = {m.NAME: m for m in (arch_consistency, gemm_hipblaslt, gemm_triton, moe_triton, gemm_ck, gemm_asm,
-                              lds_budget, tuned_csv_coverage, payload, first_use_compile)}
+                              lds_budget, tuned_csv_coverage, payload_arch, first_use_compile)}
 
 
 def run_check(name: str, ctx: Context) -> CheckResult:

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import torch
 
-from validation import aiter_triton, fp8
+from validation.aiterpkg import triton_ops
+from validation.checks import fp8
 from validation.checks.aiter_launch import open_aiter, run_case
 from validation.checks.common import Shape, operands, reference, shapes
 from validation.checks.context import Context
-from validation.device import fp8_native, interpreting
-from validation.report import Case
+from validation.checks.report import Case
+from validation.core.device import fp8_native, interpreting
 
 FN = "float8_e4m3fn"
 # (case label, kernel, activation block, weight block); None = the whole tensor (one scale).
@@ -63,7 +64,7 @@ def _unfit(s: Shape, w_block) -> str:
 
 def _origin(at, kernel: str, s: Shape, tuned: bool) -> str:
     """Which of aiter's configs its lookup returned: the arch's default file, or one tuned for this N and K."""
-    name = f"{at.arch.aiter_config_prefix}-{aiter_triton.KERNELS[kernel].config_file}"
+    name = f"{at.arch.aiter_config_prefix}-{triton_ops.KERNELS[kernel].config_file}"
     return f"aiter {name}, tuned for N={s.N} K={s.K}" if tuned else f"aiter {name}, arch default"
 
 
@@ -119,6 +120,6 @@ def _odd_multiples(values: list[float]) -> str:
 
 def _interpreter():
     # Imported on first use: its probe kernels must be decorated after the CLI sets TRITON_INTERPRET.
-    from validation import interpreter
+    from validation.core import interpreter
 
     return interpreter

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from validation import aiter_triton
-from validation.aiter_triton import Absent, AiterTriton, Launch
-from validation.lds import estimate
-from validation.metrics import compare
-from validation.report import FAILED, Case
+from validation.aiterpkg import triton_ops
+from validation.aiterpkg.config_lds import estimate
+from validation.aiterpkg.triton_ops import Absent, AiterTriton, Launch
+from validation.checks.metrics import compare
+from validation.checks.report import FAILED, Case
 
 # Why an aiter kernel stops under the interpreter: it checks tl.assume, which compiled code takes as a hint.
 KNOWN_ASSUMES = {
@@ -23,8 +23,8 @@ def open_aiter(ctx, name: str) -> tuple[AiterTriton | None, list[Case]]:
     """aiter's Triton kernels for ctx, or the one case that says why not: a skip when aiter is absent here, a
     failure when an aiter that is there cannot load (that is the finding)."""
     try:
-        return aiter_triton.open_for(ctx), []
-    except aiter_triton.Unavailable as e:
+        return triton_ops.open_for(ctx), []
+    except triton_ops.Unavailable as e:
         return None, [Case.skipped(name, "aiter-triton", str(e))]
     except (Exception, SystemExit) as e:  # noqa: BLE001 - aiter that cannot load is the finding
         return None, [Case.verdict(name, False, "aiter-triton", f"cannot load aiter: {type(e).__name__}: {e}")]

@@ -9,8 +9,8 @@ import torch.nn.functional as F
 
 from validation.checks.aiter_launch import open_aiter, run_case
 from validation.checks.context import Context
-from validation.device import interpreting
-from validation.report import Case
+from validation.checks.report import Case
+from validation.core.device import interpreting
 
 
 def cases(ctx: Context, shapes, inputs) -> tuple[list[Case], list[dict]]:
@@ -81,6 +81,6 @@ def _triton_dtype(dtype: torch.dtype):
 
 def _interpreter():
     # Imported on first use: its probe kernels must be decorated after the CLI sets TRITON_INTERPRET.
-    from validation import interpreter
+    from validation.core import interpreter
 
     return interpreter

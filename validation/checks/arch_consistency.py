@@ -6,11 +6,11 @@ import os
 
 import torch
 
-from validation import fp8
-from validation.aiter_probe import try_import
+from validation.aiterpkg.locate import try_import
+from validation.checks import fp8
 from validation.checks.context import Context
-from validation.device import fp8_native
-from validation.report import Case, CheckResult
+from validation.checks.report import Case, CheckResult
+from validation.core.device import fp8_native
 
 NAME = "arch-consistency"
 

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import torch
 
-from validation import fp8
+from validation.checks import fp8
 from validation.checks.context import Context
-from validation.device import fp8_native
+from validation.core.device import fp8_native
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from validation.archs import ArchFacts
-from validation.device import DeviceInfo
+from validation.core.archs import ArchFacts
+from validation.core.device import DeviceInfo
 
 
 @dataclass
@@ -25,7 +25,7 @@ class Context:
     min_coverage: float = 0.0
     seed: int = 0
     full_shapes: bool = False  # GPU: model-sized layers; CPU: small shapes for the interpreter
-    ck_mode: str | None = None  # --ck-mode, else the image's environment (validation.archs.ck_mode_from_env)
+    ck_mode: str | None = None  # --ck-mode, else the image's environment (validation.core.archs.ck_mode_from_env)
     ck_mode_source: str = ""  # which of those decided
     ck_mode_error: str = ""  # the image's environment contradicts itself
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 
 from validation.checks.context import Context
-from validation.report import Case, CheckResult
+from validation.checks.report import Case, CheckResult
 
 NAME = "first-use-compile"
 
 
 def run(ctx: Context) -> CheckResult:
-    from validation.tritoncache import prove
+    from validation.warmcache import prove
 
     if ctx.on_gpu and not ctx.info.is_amd:
         return CheckResult.from_cases(NAME, [Case.skipped(

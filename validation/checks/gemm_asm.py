@@ -2,7 +2,7 @@
 
 asm reaches aiter's dispatcher two ways: a tuned CSV row, or the default for pre-shuffled weights on every
 arch but gfx942. Where aiter runs (an AMD GPU), its own lookup is asked and asm shapes are run. Elsewhere its
-lookup is executed with its runtime stubbed (validation.aiter_lookup), for the target arch: on gfx950 every
+lookup is executed with its runtime stubbed (validation.aiterpkg.tuned_lookup), for the target arch: on gfx950 every
 answer must be something other than asm (the build's no-asm-gemm-gfx950 patch turns asm into hipBLASLt).
 """
 
@@ -12,15 +12,15 @@ from dataclasses import astuple
 
 import torch
 
-from validation import aiter_dispatch, aiter_lookup
-from validation.aiter_dispatch import Call
-from validation.aiter_probe import try_import
+from validation.aiterpkg import gemm_dispatch, tuned_lookup
+from validation.aiterpkg.gemm_dispatch import Call
+from validation.aiterpkg.locate import try_import
+from validation.aiterpkg.tuned_csv import CsvError, Key, index, tuned_paths
 from validation.checks.common import Shape, operands, reference
 from validation.checks.context import Context
 from validation.checks.gemm_hipblaslt import UNTUNED_PRESHUFFLED, untuned_libtypes
-from validation.metrics import compare
-from validation.report import Case, CheckResult
-from validation.tuned_csv import CsvError, Key, index, tuned_paths
+from validation.checks.metrics import compare
+from validation.checks.report import Case, CheckResult
 
 NAME = "gemm-asm"
 MAX_PROOF_SHAPES = 4
@@ -55,8 +55,8 @@ def _on_gpu(ctx: Context, asm: list[Key], metrics: dict, note: str) -> CheckResu
     if tg is None:
         return CheckResult.from_cases(NAME, [Case.verdict("asm", False, "asm", err)], metrics)
     fn = tg.get_GEMM_A16W16_config
-    fallback = untuned_libtypes(lambda *a, **kw: aiter_lookup.call(fn, *a, **kw),
-                                aiter_lookup.accepts(fn, "bpreshuffle"))
+    fallback = untuned_libtypes(lambda *a, **kw: tuned_lookup.call(fn, *a, **kw),
+                                tuned_lookup.accepts(fn, "bpreshuffle"))
     metrics["fallback_libtypes"] = sorted(set(fallback.values()))
     note += f"; untuned defaults {_said(fallback)}"
     if not asm and "asm" not in fallback.values():
@@ -68,10 +68,10 @@ def _on_gpu(ctx: Context, asm: list[Key], metrics: dict, note: str) -> CheckResu
 def _executed_asm_allowed(ctx: Context, cu: int, asm: dict, metrics: dict, note: str) -> CheckResult:
     """Not gfx950: asm is allowed, so reachable asm is a skip until the GPU proves it (what aiter can't do here)."""
     try:
-        with aiter_lookup.load(ctx.aiter_root, ctx.arch.name, cu) as lookup:
+        with tuned_lookup.load(ctx.aiter_root, ctx.arch.name, cu) as lookup:
             fallback = untuned_libtypes(lookup.config, lookup.accepts("bpreshuffle"))
             where = lookup.describe()
-    except aiter_lookup.AiterLookupError as e:
+    except tuned_lookup.AiterLookupError as e:
         return CheckResult.from_cases(NAME, [Case.verdict("asm-reachable", False, "aiter-executed", str(e))],
                                       metrics)
     metrics["fallback_libtypes"] = sorted(set(fallback.values()))
@@ -88,21 +88,21 @@ def _executed_no_asm(ctx: Context, cu: int, asm: dict, paths, note: str) -> list
     """gfx950 without aiter on a GPU: aiter's executed lookup must answer something else than asm, for the
     untuned defaults and for a sample of the tuned asm rows (those need pandas, as aiter reads CSVs with it)."""
     try:
-        with aiter_lookup.load(ctx.aiter_root, ctx.arch.name, cu) as lookup:
+        with tuned_lookup.load(ctx.aiter_root, ctx.arch.name, cu) as lookup:
             answers = untuned_libtypes(lookup.config, lookup.accepts("bpreshuffle"))
             where = lookup.describe()
-    except aiter_lookup.AiterLookupError as e:
+    except tuned_lookup.AiterLookupError as e:
         return [Case.verdict("asm-reachable", False, "aiter-executed", str(e))]
     cases, asked = [], f"untuned defaults (no tuned CSV) {_said(answers)}"
     sample = _sample(asm, MAX_ASKED_ROWS)
-    if sample and not aiter_lookup.pandas_available():
+    if sample and not tuned_lookup.pandas_available():
         cases.append(Case.skipped("asm-reachable tuned rows", "aiter-executed",
                                   f"pandas is not installed: aiter reads its tuned CSV with pandas, so its "
                                   f"lookup was not asked about the {note}"))
     elif sample:
         try:
             answers.update(_ask_tuned_rows(ctx, cu, sample, paths))
-        except aiter_lookup.AiterLookupError as e:
+        except tuned_lookup.AiterLookupError as e:
             return [Case.verdict("asm-reachable", False, "aiter-executed", f"{e} ({note}); {where}")]
         asked += (f"; tuned asm rows (with the tuned CSVs, {len(paths)} files): {len(sample)} sampled of "
                   f"{len(asm)} ({note})")
@@ -111,26 +111,26 @@ def _executed_no_asm(ctx: Context, cu: int, asm: dict, paths, note: str) -> list
                if bad else f"no lookup returned asm ({len(answers)} asked)")
     cases.insert(0, Case.verdict("asm-reachable", not bad, "aiter-executed",
                                  f"{verdict}; {asked}; {where}; aiter itself not run ({ctx.aiter_on_gpu})"))
-    return cases + [_dispatched_no_asm(ctx, cu, sample if aiter_lookup.pandas_available() else [], paths)]
+    return cases + [_dispatched_no_asm(ctx, cu, sample if tuned_lookup.pandas_available() else [], paths)]
 
 
 def _dispatched_no_asm(ctx: Context, cu: int, sample: list[tuple[Key, dict]], paths) -> Case:
     """The dispatcher ATOM calls (tgemm.mm), executed for the untuned pre-shuffled default and the sampled
-    tuned asm rows: no call may reach aiter's asm entry point (validation.aiter_dispatch)."""
+    tuned asm rows: no call may reach aiter's asm entry point (validation.aiterpkg.gemm_dispatch)."""
     calls = [Call(*UNTUNED_PRESHUFFLED, preshuffled=True)] + [_call(k, row) for k, row in sample]
-    kernels = aiter_dispatch.StubbedKernels()
+    kernels = gemm_dispatch.StubbedKernels()
     reached: dict[str, list[str]] = {}
     try:
-        with aiter_lookup.load(ctx.aiter_root, ctx.arch.name, cu, paths if sample else (), kernels) as lookup:
+        with tuned_lookup.load(ctx.aiter_root, ctx.arch.name, cu, paths if sample else (), kernels) as lookup:
             for call in calls:
                 if call.preshuffled and not lookup.accepts("bpreshuffle"):
                     continue
-                for b in aiter_dispatch.run_stubbed(lookup.module, kernels, call).backends():
+                for b in gemm_dispatch.run_stubbed(lookup.module, kernels, call).backends():
                     reached.setdefault(b, []).append(call.label)
     except Exception as e:  # noqa: BLE001 - aiter's dispatcher failing is the finding
         return Case.verdict("asm-dispatch", False, "aiter-dispatch", f"tgemm.mm failed: {type(e).__name__}: {e}")
     said = ", ".join(f"{b} x{len(v)}" for b, v in reached.items())
-    asm = reached.get(aiter_dispatch.ASM, [])
+    asm = reached.get(gemm_dispatch.ASM, [])
     note = (f"asm reached by {asm[0]}" + (f" and {len(asm) - 1} more" if len(asm) > 1 else "") if asm
             else "asm never reached") + f"; {len(calls)} tgemm.mm calls reached {said} (aiter's runtime stubbed)"
     return Case.verdict("asm-dispatch", not asm, "aiter-dispatch:" + "+".join(reached), note)
@@ -145,11 +145,11 @@ def _call(k: Key, row: dict) -> Call:
 def _ask_tuned_rows(ctx: Context, cu: int, sample: list[tuple[Key, dict]], paths) -> dict[str, str]:
     """{row: libtype} from the lookup executed with the tuned CSVs. A row it does not find is an error: its
     answer would be the default, which says nothing about the row."""
-    with aiter_lookup.load(ctx.aiter_root, ctx.arch.name, cu, paths) as lookup:
+    with tuned_lookup.load(ctx.aiter_root, ctx.arch.name, cu, paths) as lookup:
         tuned = {_label(k, row): (lookup.config(**_query(k, row)), row) for k, row in sample}
     missed = [q for q, (cfg, row) in tuned.items() if not _from_row(cfg, row)]
     if missed:
-        raise aiter_lookup.AiterLookupError(
+        raise tuned_lookup.AiterLookupError(
             f"the executed lookup did not find {missed[0]} in the tuned CSVs ({len(missed)} of {len(tuned)} "
             "missed) and answered its default: nothing is proven about the tuned rows")
     return {q: cfg.get("libtype") for q, (cfg, _) in tuned.items()}

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import torch
 
-from validation.aiter_probe import try_import
+from validation.aiterpkg.locate import try_import
 from validation.checks.common import fp8_operands, operands, shapes
 from validation.checks.context import Context
-from validation.metrics import compare
-from validation.report import Case, CheckResult
+from validation.checks.metrics import compare
+from validation.checks.report import Case, CheckResult
 
 NAME = "gemm-ck"
 

@@ -1,6 +1,6 @@
 """hipBLASLt: aiter's GEMM dispatcher, called as ATOM calls it, must reach hipBLASLt for untuned shapes.
 
-aiter's dispatcher (tgemm.mm, what ATOM's linear layers call) runs through validation.aiter_dispatch, which
+aiter's dispatcher (tgemm.mm, what ATOM's linear layers call) runs through validation.aiterpkg.gemm_dispatch, which
 records the backend entry point it reaches: on an AMD GPU aiter's installed package with its real kernels,
 elsewhere aiter's tuned_gemm.py executed with its runtime stubbed at the kernel boundary (--aiter-src or the
 installed files). Every case names the backend it reached. Then torch's own BLAS-Lt path, and fp8.
@@ -11,9 +11,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from validation import aiter_dispatch, aiter_lookup
-from validation.aiter_dispatch import HIPBLASLT, TORCH, Call
-from validation.aiter_probe import try_import
+from validation.aiterpkg import gemm_dispatch, tuned_lookup
+from validation.aiterpkg.gemm_dispatch import HIPBLASLT, TORCH, Call
+from validation.aiterpkg.locate import try_import
+from validation.aiterpkg.tuned_csv import tuned_paths
 from validation.checks.common import (
     GPU_SHAPES,
     fp8_operands,
@@ -22,9 +23,8 @@ from validation.checks.common import (
     shapes,
 )
 from validation.checks.context import Context
-from validation.metrics import compare
-from validation.report import Case, CheckResult
-from validation.tuned_csv import tuned_paths
+from validation.checks.metrics import compare
+from validation.checks.report import Case, CheckResult
 
 NAME = "gemm-hipblaslt"
 # M, N, K no tuned CSV carries (odd sizes), so the lookup must take its default.
@@ -70,7 +70,7 @@ def judge(ctx: Context, name: str, call: Call, config: dict, trace, untuned: boo
     expected = HIPBLASLT if untuned or (said == TORCH and not from_tuned_row(config)) else said
     reached = trace.backends()
     lookup = f"aiter's lookup said {said!r} ({'tuned row' if from_tuned_row(config) else 'its default'})"
-    if ctx.arch.name == NO_ASM_ARCH and aiter_dispatch.ASM in reached:
+    if ctx.arch.name == NO_ASM_ARCH and gemm_dispatch.ASM in reached:
         return Case.verdict(name, False, _backend(reached), f"reached {trace.says()} on {NO_ASM_ARCH}; {lookup}")
     if reached != [expected]:
         return Case.verdict(name, False, _backend(reached), f"reached {trace.says()}, not {expected}; {lookup}")
@@ -86,18 +86,18 @@ def _stubbed_cases(ctx: Context) -> list[Case]:
     cu = ctx.cu_num or ctx.arch.default_cu_num
     paths, source = tuned_paths(ctx.tuned_csv, ctx.aiter_root)
     paths = [p for p in paths if p.is_file()]
-    if paths and not aiter_lookup.pandas_available():
+    if paths and not tuned_lookup.pandas_available():
         paths, source = [], "none: pandas is not installed (aiter reads its tuned CSV with pandas)"
-    kernels = aiter_dispatch.StubbedKernels()
+    kernels = gemm_dispatch.StubbedKernels()
     try:
-        with aiter_lookup.load(ctx.aiter_root, ctx.arch.name, cu, paths, on_call=kernels) as lookup:
+        with tuned_lookup.load(ctx.aiter_root, ctx.arch.name, cu, paths, on_call=kernels) as lookup:
             how = (f"tgemm.mm EXECUTED from {lookup.source} with aiter's runtime stubbed at the kernel boundary "
-                   f"(validation.aiter_dispatch), get_gfx()={ctx.arch.name}, get_cu_num()={cu}, tuned CSV "
+                   f"(validation.aiterpkg.gemm_dispatch), get_gfx()={ctx.arch.name}, get_cu_num()={cu}, tuned CSV "
                    f"{source or 'none'}; aiter itself not run ({ctx.aiter_on_gpu})")
             calls = [(f"untuned {c.label}", c, True) for c in untuned_calls(ctx, lookup.accepts("bpreshuffle"))]
             calls += [(label, c, False) for label, c in model_calls()]
             cases = [_stubbed_case(ctx, lookup, kernels, name, call, untuned) for name, call, untuned in calls]
-    except aiter_lookup.AiterLookupError as e:
+    except tuned_lookup.AiterLookupError as e:
         return [Case.verdict("aiter-dispatch", False, "aiter-dispatch", str(e))]
     cases[0].note += f"; {how}"
     return cases
@@ -106,8 +106,8 @@ def _stubbed_cases(ctx: Context) -> list[Case]:
 def _stubbed_case(ctx, lookup, kernels, name: str, call: Call, untuned: bool) -> Case:
     try:
         config = lookup.config(call.M, call.N, call.K, **call.lookup_keywords())
-        trace = aiter_dispatch.run_stubbed(lookup.module, kernels, call)
-    except aiter_lookup.AiterLookupError as e:
+        trace = gemm_dispatch.run_stubbed(lookup.module, kernels, call)
+    except tuned_lookup.AiterLookupError as e:
         return Case.verdict(name, False, "aiter-dispatch", str(e))
     except Exception as e:  # noqa: BLE001 - the dispatcher's own failure is this case's finding
         return Case.verdict(name, False, "aiter-dispatch", f"tgemm.mm raised {type(e).__name__}: {e}; "
@@ -120,15 +120,15 @@ def _installed_cases(ctx: Context) -> list[Case]:
     tg, err = try_import("aiter.tuned_gemm")
     if tg is None:
         return [Case.verdict("aiter-dispatch", False, "aiter", err)]
-    how = "tgemm.mm of the installed aiter, real kernels (validation.aiter_dispatch.run_installed)"
+    how = "tgemm.mm of the installed aiter, real kernels (validation.aiterpkg.gemm_dispatch.run_installed)"
     fn = tg.get_GEMM_A16W16_config
     calls = [(f"untuned {c.label}", c, True)
-             for c in untuned_calls(ctx, aiter_lookup.accepts(fn, "bpreshuffle")) if not c.preshuffled]
+             for c in untuned_calls(ctx, tuned_lookup.accepts(fn, "bpreshuffle")) if not c.preshuffled]
     calls += [(label, c, False) for label, c in model_calls()]
     cases = []
     for name, call, untuned in calls:
-        config = aiter_lookup.call(fn, call.M, call.N, call.K, **call.lookup_keywords())
-        trace, out, (x, w, _) = aiter_dispatch.run_installed(tg, call, ctx.info.torch_device)
+        config = tuned_lookup.call(fn, call.M, call.N, call.K, **call.lookup_keywords())
+        trace, out, (x, w, _) = gemm_dispatch.run_installed(tg, call, ctx.info.torch_device)
         case = judge(ctx, name, call, config, trace, untuned)
         if case.status == "passed" and not call.scaled:
             case = Case.measured(name, compare(out, reference(x, w)), case.backend, case.note)

@@ -6,9 +6,9 @@ from __future__ import annotations
 from validation.checks import aiter_gemm_cases
 from validation.checks.common import fp8_operands, operands, reference, shapes
 from validation.checks.context import Context
-from validation.device import interpreting
-from validation.metrics import compare
-from validation.report import Case, CheckResult
+from validation.checks.metrics import compare
+from validation.checks.report import Case, CheckResult
+from validation.core.device import interpreting
 
 NAME = "gemm-triton"
 

@@ -6,16 +6,16 @@ import json
 
 import torch
 
-from validation.checks.context import Context
-from validation.device import interpreting
-from validation.lds import (
+from validation.aiterpkg.config_lds import (
     aiter_config_files,
     configs_in,
     dtype_bytes,
     estimate,
     load_json,
 )
-from validation.report import Case, CheckResult
+from validation.checks.context import Context
+from validation.checks.report import Case, CheckResult
+from validation.core.device import interpreting
 
 NAME = "lds-budget"
 MAX_EST_ERROR = 0.5  # beyond this the estimator says nothing useful about a config

@@ -9,9 +9,9 @@ import torch
 
 from validation.checks import aiter_moe_cases
 from validation.checks.context import Context
-from validation.device import interpreting
-from validation.metrics import compare
-from validation.report import Case, CheckResult
+from validation.checks.metrics import compare
+from validation.checks.report import Case, CheckResult
+from validation.core.device import interpreting
 
 NAME = "moe-triton"
 

@@ -1,15 +1,12 @@
 """A model's GEMM shapes per TP size and token bucket, looked up in aiter's tuned bf16 CSVs.
 
-Per TP size: passed at or above validation.tuned_csv.COVERAGE_WARN_BELOW, a WARNING below it (with the count,
+Per TP size: passed at or above validation.aiterpkg.tuned_csv.COVERAGE_WARN_BELOW, a WARNING below it (with the count,
 the shapes missing and where their untuned CSV was written; the exit code stays 0), failed below --min-coverage.
 """
 
 from __future__ import annotations
 
-from validation.checks.context import Context
-from validation.models import M_BUCKETS, gemm_shapes, load_config
-from validation.report import FAILED, PASSED, WARNING, Case, CheckResult
-from validation.tuned_csv import (
+from validation.aiterpkg.tuned_csv import (
     COVERAGE_WARN_BELOW,
     CsvError,
     coverage,
@@ -17,6 +14,9 @@ from validation.tuned_csv import (
     tuned_paths,
     write_untuned,
 )
+from validation.checks.context import Context
+from validation.checks.report import FAILED, PASSED, WARNING, Case, CheckResult
+from validation.core.models import M_BUCKETS, gemm_shapes, load_config
 
 NAME = "tuned-csv-coverage"
 SHOW_MISSING = 5

@@ -11,7 +11,7 @@ import torch
 import triton
 import triton.language as tl
 
-from validation.device import interpreting
+from validation.core.device import interpreting
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from validation.device import interpreting
+from validation.core.device import interpreting
 from validation.kernels.triton_gemm import GemmConfig, config_for
 
 

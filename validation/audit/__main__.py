@@ -1,5 +1,0 @@
-import sys
-
-from validation.audit.cli import main
-
-sys.exit(main())

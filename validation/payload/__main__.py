@@ -1,3 +1,0 @@
-from validation.payload.cli import main
-
-raise SystemExit(main())
