@@ -1,6 +1,6 @@
-"""A step's units had, all of the scheduling in one place: each unit found by key, pulled or built as
-cleanbuild.images.reuse decides (ensure), one thread at a time per unit key, and a step's units had as a graph or
-built at once (ensure_step).
+"""All of the build's scheduling in one place: each unit found by key, pulled or built as cleanbuild.images.reuse
+decides (ensure), one thread at a time per unit key; and a step's units run as a graph or built at once
+(ensure_step).
 
 A graph (run): a unit starts as soon as every unit it needs is had (cleanbuild.images.plan.Plan.needs: a build
 argument its target reads names that unit's image), each on a thread of its own, so independent units (the closure,
