@@ -298,6 +298,9 @@ def triton_cache_gpu(r: dict) -> Rows:
             continue
         counts = (f"{x['hits']} of {x['kernels']} kernels cache hits, {len(x['misses'])} misses, "
                   f"{len(x['failures'])} failed calls; " if "hits" in x else "")
+        if "c_compiler" in x:
+            found = [f"{k} {v}" for k, v in x["c_compiler"].items() if v]
+            counts += f"C compiler: {', '.join(found) if found else 'none on PATH, CC unset'}; "
         rows.append((name, f"first calls {seconds(x['seconds'])} for {x['calls']} calls of "
                      f"{', '.join(r['models'])} tp {r['tp']} ({r['target']}, aiter's {r['arch_configs']} configs); "
                      + counts + "by entry: " + ", ".join(f"{k} {seconds(v)}" for k, v in x["per_entry"].items())))
@@ -382,8 +385,9 @@ BENCHMARKS: dict[str, tuple[str, str, Callable[[dict], Rows]]] = {
                   "in any bump.", warm_step),
     "triton_cache_gpu": ("The Triton cache on a GPU", "Warm with no GPU visible (the stand-in driver, target "
                          "cuda:90), then the same calls launched on the GPU in fresh processes: cold (an empty cache) "
-                         "and warm (the warmed cache, Triton's C builds refused as in an image with no compiler), "
-                         "alternating (benchmarks/triton_cache_gpu.py). The first call's wall time of every call, "
+                         "and warm (the warmed cache; Triton's C builds refused and no C compiler on PATH, as in an "
+                         "image with none), in the order --modes gives, then alternating "
+                         "(benchmarks/triton_cache_gpu.py). The first call's wall time of every call, "
                          "synchronised. A ROCm target differs only in the target string.", triton_cache_gpu),
 }
 

@@ -59,11 +59,34 @@ def launch(args, cache: Path, no_compiler: bool) -> dict:
     argv = [sys.executable, __file__, "--launch", str(cache), "--aiter-src", str(args.aiter_src), "--atom-src",
             str(args.atom_src), *[a for m in args.model for a in ("--model", m)], "--tp", *map(str, args.tp)]
     argv += ["--no-compiler"] if no_compiler else []
+    env = _env(args)
+    if no_compiler:  # no C compiler Triton could find (its C builds also refused in-process)
+        env = {k: v for k, v in env.items() if k not in ("CC", "CXX")}
+        env["PATH"] = str(_path_without_compilers(env.get("PATH", ""), cache.parent / "no-compiler-path"))
     start = time.perf_counter()
-    proc = subprocess.run(argv, env=_env(args), capture_output=True, text=True, check=False)  # noqa: S603
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)  # noqa: S603
     if proc.returncode != 0 or not proc.stdout.strip():
         return {"error": f"exit {proc.returncode}: {proc.stderr[-3000:]}", "seconds": None}
     return {**json.loads(proc.stdout.splitlines()[-1]), "process_s": round(time.perf_counter() - start, 2)}
+
+
+COMPILERS = ("cc", "c++", "cpp", "gcc", "g++", "clang", "clang++")
+
+
+def _path_without_compilers(path: str, into: Path) -> Path:
+    """A folder of links to every program on PATH but the C compilers Triton looks for (CC, gcc, clang). Not an
+    empty PATH: Triton's key for its C modules holds platform.architecture(), which asks `file` (absent, the key
+    changes and every cached launcher is missed)."""
+    into.mkdir(exist_ok=True)
+    for folder in reversed([Path(p) for p in path.split(os.pathsep) if p]):
+        for prog in folder.glob("*") if folder.is_dir() else []:
+            name = prog.name
+            if name in COMPILERS or name.startswith(tuple(f"{c}-" for c in COMPILERS)) or "-linux-gnu-" in name:
+                continue
+            link = into / name
+            link.unlink(missing_ok=True)
+            link.symlink_to(prog)
+    return into
 
 
 def _launch_here(args) -> None:
@@ -97,6 +120,8 @@ def _launch_here(args) -> None:
                       "kernels": len({e.hash for e in done.events}),
                       "misses": sorted({f"{e.kernel} {e.hash[:12]}" for e in done.events if not e.cache_hit}),
                       "hits": len({e.hash for e in done.events if e.cache_hit}), "failures": done.failures,
+                      "c_compiler": {c: shutil.which(c) for c in COMPILERS} | {"CC": os.environ.get("CC")},
+                      "triton_platform_key": __import__("triton.runtime.build").runtime.build.platform_key(),
                       "device": torch.cuda.get_device_name(), "torch": torch.__version__,
                       "triton": __import__("triton").__version__}))
     sys.stdout.flush()
@@ -110,14 +135,15 @@ def main() -> None:
     p.add_argument("--model", action="append", default=[])
     p.add_argument("--tp", type=int, nargs="+", default=[8])
     p.add_argument("--rounds", type=int, default=1)
-    p.add_argument("--modes", default="cold,warm", help="the launches of a round (cold, warm)")
+    p.add_argument("--modes", default="cold,warm", help="the launches of a round, in order (cold, warm)")
     p.add_argument("--out", type=Path)
     p.add_argument("--launch", help=argparse.SUPPRESS)
     p.add_argument("--no-compiler", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--record", type=Path, help="write FILE's result as the triton_cache_gpu row of results.json")
+    p.add_argument("--note", help="with --record: the row's note (what the run did not show, what differed)")
     args = p.parse_args()
     if args.record:
-        return record(args.record)
+        return record(args.record, args.note)
     args.model = args.model or ["qwen3-30b-a3b", "deepseek-v3"]
     args.modes = args.modes.split(",")
     if args.launch:
@@ -126,8 +152,10 @@ def main() -> None:
     warmed = warm(args, work / "warmed")
     print(json.dumps({"warm_step": warmed}), file=sys.stderr)
     rounds = []
-    for i in range(args.rounds):  # alternating: cold first in odd rounds, warm first in even ones
-        for mode in [m for m in (("cold", "warm") if i % 2 == 0 else ("warm", "cold")) if m in args.modes]:
+    result = {"models": args.model, "tp": args.tp, "arch_configs": ARCH, "target": TARGET, "warm_step": warmed,
+              "rounds": rounds}
+    for i in range(args.rounds):  # alternating: --modes' order in odd rounds, reversed in even ones
+        for mode in args.modes if i % 2 == 0 else args.modes[::-1]:
             cache = work / f"{mode}-{i}"
             shutil.rmtree(cache, ignore_errors=True)
             if mode == "warm":
@@ -136,17 +164,18 @@ def main() -> None:
                 cache.mkdir()
             rounds.append({"round": i + 1, "mode": mode, **launch(args, cache, no_compiler=mode == "warm")})
             print(json.dumps(rounds[-1]), file=sys.stderr)
-    result = {"models": args.model, "tp": args.tp, "arch_configs": ARCH, "target": TARGET, "warm_step": warmed,
-              "rounds": rounds}
-    text = json.dumps(result, indent=1)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
-    print(text)
+            _write(args.out, result)  # after every round: a call's time limit keeps what was measured
+    print(json.dumps(result, indent=1))
     return None
 
 
-def record(path: Path) -> None:
+def _write(out: Path | None, result: dict) -> None:
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=1) + "\n")
+
+
+def record(path: Path, note: str | None) -> None:
     """The device run's JSON as the triton_cache_gpu row, with the medians of the rounds, dated today."""
     import datetime
     import statistics
@@ -160,11 +189,13 @@ def record(path: Path) -> None:
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,  # noqa: S607
                           text=True, check=True).stdout.strip()
     device = data["rounds"][0]["device"] if data["rounds"] else "?"
-    write_row(ROOT / "benchmarks" / "results.json", "triton_cache_gpu", {
-        "date": datetime.date.today().isoformat(), "checkout": head, "machine": f"{device} (the device tool's "
-        "machine: 16 CPU cores)", "engine": "none (no image: validation/ and aiter's source on the GPU host)",
-        "command": "python benchmarks/triton_cache_gpu.py --aiter-src PIN_PATCHED --atom-src ATOM --rounds 2",
-        "result": data})
+    modes = ",".join(r["mode"] for r in data["rounds"] if r["round"] == 1)
+    rounds = max((r["round"] for r in data["rounds"]), default=0)
+    entry = {"date": datetime.date.today().isoformat(), "checkout": head, "machine": f"{device} (the device tool's "
+             "machine: 16 CPU cores)", "engine": "none (no image: validation/ and aiter's source on the GPU host)",
+             "command": "python benchmarks/triton_cache_gpu.py --aiter-src PIN_PATCHED --atom-src ATOM_PARENT "
+                        f"--rounds {rounds} --modes {modes}", "result": data}
+    write_row(ROOT / "benchmarks" / "results.json", "triton_cache_gpu", {**entry, **({"note": note} if note else {})})
 
 
 if __name__ == "__main__":

@@ -41,8 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--manifest", type=Path, default=None, help="the manifest (default /opt/atom-build/triton-cache.json)")
         s.add_argument("--aiter-src", metavar="DIR", help="an aiter package folder (default: the installed aiter)")
         s.add_argument("--json-file", type=Path, metavar="OUT", help="also write the result here")
-    sub.choices["warm"].add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)),
-                                     help="processes that compile at once (default: this machine's cores)")
+    sub.choices["warm"].add_argument("--jobs", type=int, default=None,
+                                     help="processes that compile at once (default: the idle CPUs now, at most one per "
+                                          "GiB available; 1 below 4 CPUs)")
     return p
 
 
@@ -62,6 +63,7 @@ def _request(args):
     from validation.warmcache.cache import MANIFEST, Request
 
     args.manifest = args.manifest or MANIFEST
+    jobs = _jobs(args)
     warmed = manifest.load(args.manifest) if args.command == "check" else None
     model_list = args.model or (warmed or {}).get("models") or []
     if args.command == "warm" and not model_list:
@@ -79,7 +81,19 @@ def _request(args):
         raise UsageError(f"no aiter with Triton kernels {'at ' + args.aiter_src if args.aiter_src else 'installed'}")
     target = args.target or f"hip:{args.arch}"
     return Request(args.arch, args.ck_mode, tuple(model_list), tp, target, cache.resolve(), root,
-                   ARCHS[args.arch].default_cu_num, max(1, getattr(args, "jobs", 1))), warmed
+                   ARCHS[args.arch].default_cu_num, jobs), warmed
+
+
+def _jobs(args) -> int:
+    if args.command != "warm":
+        return 1
+    if args.jobs is None:
+        from validation.warmcache.jobs import default_jobs
+
+        return default_jobs()
+    if args.jobs < 1:
+        raise UsageError(f"--jobs {args.jobs}: give a number of processes, 1 or more")
+    return args.jobs
 
 
 def _plannable(model: str, tp: tuple[int, ...]) -> None:
@@ -139,7 +153,8 @@ def _check(req, warmed, args) -> int:
     from validation.warmcache import cache
 
     result = cache.check(req, warmed)
-    result["why"] = cache.mismatch(warmed, result) if result["compiled_at_first_use"] else []
+    failed = result["compiled_at_first_use"] or result["launch_path"].startswith("FAILED")
+    result["why"] = cache.mismatch(warmed, result) if failed else []
     _out(args.json_file, result)
     missed = result["compiled_at_first_use"]
     print(f"{PROG} check: {len(missed)} of {result['kernels']} kernels compile at first use"

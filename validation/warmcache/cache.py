@@ -51,6 +51,17 @@ def triton_build() -> str:
     return hashlib.sha256(triton_key().encode()).hexdigest()[:16]
 
 
+def launcher_key() -> str:
+    """Triton's key for its C modules (the launcher stubs, the driver module) beside their source: the platform,
+    with platform.architecture()'s linkage, which Python reads by running `file` (without it on PATH the key
+    changes and every cached launcher is missed)."""
+    try:
+        from triton.runtime.build import platform_key
+    except ImportError:  # a Triton without it keys its C modules by their source alone
+        return ""
+    return platform_key()
+
+
 def make_plans(req: Request) -> list[plans.Plan]:
     """The calls for every model, with aiter's bounds and tuned dispatch read from the image's aiter (call inside
     hooks.stand_in, aiter opened)."""
@@ -86,7 +97,8 @@ def warm(req: Request) -> dict[str, Any]:
     stubs, stub_error = hooks.make_stubs(makers, [hooks.compiled(k) for k in done.kernels]) if makers else (0, "")
     held = manifest.read_cache(req.cache)
     return {"arch": req.arch, "ck_mode": req.ck_mode, "target": str(target), "triton": triton_version(),
-            "triton_build": triton_build(), "env": hooks.cache_invalidating_env(), "models": list(req.models), "tp": list(req.tp),
+            "triton_build": triton_build(), "launcher_key": launcher_key(), "env": hooks.cache_invalidating_env(),
+            "models": list(req.models), "tp": list(req.tp),
             "plans": [p.to_json() for p in planned], "calls": len(calls),
             "compiled": sorted({e.kernel for e in events if not e.cache_hit}),
             "kernels_compiled": len({e.hash for e in events if not e.cache_hit}),
@@ -145,7 +157,7 @@ def check(req: Request, warmed: dict[str, Any] | None) -> dict[str, Any]:
         stubs = "not checked: " + why_no_stubs if makers is None else _stubs_from_cache(makers, done.kernels)
     missed = sorted(f"{name} ({key[:12]})" for key, name in done.missed.items())
     return {"arch": req.arch, "target": str(target), "triton": triton_version(), "triton_build": triton_build(),
-            "models": list(req.models),
+            "launcher_key": launcher_key(), "models": list(req.models),
             "tp": list(req.tp), "calls": len(calls), "kernels": len({e.hash for e in done.events}) + len(missed),
             "hits": len({e.hash for e in done.events}), "compiled_at_first_use": missed, "failures": done.failures,
             "launch_path": stubs, "warmed": _warmed_for(warmed), "env": hooks.cache_invalidating_env(),
@@ -163,15 +175,19 @@ def _stubs_from_cache(makers, kernels) -> str:
 def _warmed_for(warmed: dict[str, Any] | None) -> dict[str, Any] | None:
     if warmed is None:
         return None
-    return {k: warmed.get(k) for k in ("arch", "target", "triton", "triton_build", "env", "models", "tp", "ck_mode")}
+    return {k: warmed.get(k) for k in ("arch", "target", "triton", "triton_build", "launcher_key", "env", "models", "tp",
+                                       "ck_mode")}
 
 
 def mismatch(warmed: dict[str, Any] | None, result: dict[str, Any]) -> list[str]:
-    """Why a cache cannot serve this run, from the manifest alone: another arch, target, Triton or environment."""
+    """Why a cache cannot serve this run, from the manifest alone: another arch, target, Triton or environment, or
+    (its launchers) another platform key. A manifest written before a key was recorded is not held to it."""
     if warmed is None:
         return ["this image has no Triton cache manifest (built without the warm step)"]
     out = []
-    for key in ("arch", "target", "triton", "triton_build", "env"):
-        if warmed.get(key) != result.get(key):
-            out.append(f"the cache was warmed for {key} {warmed.get(key)!r}, this run is {result.get(key)!r}")
+    for key in ("arch", "target", "triton", "triton_build", "env", "launcher_key"):
+        if key in warmed and warmed.get(key) != result.get(key):
+            out.append(f"the cache was warmed for {key} {warmed.get(key)!r}, this run is {result.get(key)!r}"
+                       + (" (Triton reads the linkage from `file`: is it on PATH in one and not the other?)"
+                          if key == "launcher_key" else ""))
     return out

@@ -233,6 +233,39 @@ def test_a_check_against_a_manifest_of_another_triton_says_so():
     assert cache.mismatch(None, result) == ["this image has no Triton cache manifest (built without the warm step)"]
 
 
+def test_a_check_whose_launcher_key_differs_says_why():
+    """Triton keys its launchers by the platform, linkage included, which Python learns from `file`."""
+    from validation.warmcache import cache
+
+    warmed = {"arch": "gfx950", "target": "hip:gfx950", "triton": "3.6.0", "triton_build": "aa", "env": {},
+              "launcher_key": "x86_64,Linux,64bit,ELF"}
+    result = {**warmed, "launcher_key": "x86_64,Linux,64bit,"}
+    [why] = cache.mismatch(warmed, result)
+    assert why.startswith("the cache was warmed for launcher_key 'x86_64,Linux,64bit,ELF', this run is "
+                          "'x86_64,Linux,64bit,'") and "`file`" in why
+    older = {k: v for k, v in warmed.items() if k != "launcher_key"}  # a manifest from before the key was kept
+    assert cache.mismatch(older, result) == []
+
+
+def test_the_launcher_key_is_the_one_triton_computes_and_follows_file_on_path(tmp_path):
+    """Measured, not assumed: the same Python with `file` on PATH and without it gets two keys, and
+    launcher_key() is Triton's own."""
+    import shutil
+
+    from triton.runtime.build import platform_key
+
+    from validation.warmcache import cache
+
+    assert cache.launcher_key() == platform_key()
+    if shutil.which("file") is None:
+        pytest.skip("`file` is not on this machine's PATH")
+    code = "from validation.warmcache.cache import launcher_key; print(launcher_key())"
+    keys = [subprocess.run([sys.executable, "-c", code], env={"PATH": path, "PYTHONPATH": str(ROOT)},
+                           capture_output=True, text=True, check=True).stdout.strip()
+            for path in (str(Path(shutil.which("file")).parent), str(tmp_path))]
+    assert keys[0].endswith(",ELF") and keys[1] != keys[0]
+
+
 def test_a_model_whose_shapes_do_not_split_is_one_line(capsys, tmp_path):
     """A config aiter's dispatch cannot plan for (heads not divisible by the tensor-parallel size)."""
     cfg = {**models.PRESETS["llama3-8b"], "num_attention_heads": 30}
