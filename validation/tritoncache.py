@@ -19,7 +19,7 @@ from validation.core.archs import ARCHS, CK_MODES
 from validation.core.usage import USAGE_ERROR, Parser, UsageError
 
 PROG = "python -m validation.tritoncache"
-RUN_FACTS = ("seconds", "jobs")
+RUN_FACTS = ("seconds", "jobs", "kernels_compiled")  # this build's, not the image's: kept out of the manifest
 RUN_LINE = "atom-build-warm-run:"
 
 
@@ -44,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.choices["warm"].add_argument("--jobs", type=int, default=None,
                                      help="processes that compile at once (default: the idle CPUs now, at most one per "
                                           "GiB available; 1 below 4 CPUs)")
+    sub.choices["warm"].add_argument("--reuse", type=Path, metavar="DIR",
+                                     help="this machine's Triton cache: kernels found there are copied, not compiled, "
+                                          "and what is compiled is added (the build's cache mount)")
     return p
 
 
@@ -76,12 +79,15 @@ def _request(args):
         raise UsageError("no cache folder: give --cache DIR or set TRITON_CACHE_DIR")
     if args.command == "warm":
         _writable(cache)
+        if args.reuse is not None:
+            _writable(args.reuse, "--reuse", "the warm step takes kernels from it and adds what it compiles")
     root = locate.aiter_root(args.aiter_src)
     if root is None or not (root / "ops" / "triton").is_dir():
         raise UsageError(f"no aiter with Triton kernels {'at ' + args.aiter_src if args.aiter_src else 'installed'}")
     target = args.target or f"hip:{args.arch}"
+    reuse = getattr(args, "reuse", None)
     return Request(args.arch, args.ck_mode, tuple(model_list), tp, target, cache.resolve(), root,
-                   ARCHS[args.arch].default_cu_num, jobs), warmed
+                   ARCHS[args.arch].default_cu_num, jobs, reuse.resolve() if reuse else None), warmed
 
 
 def _jobs(args) -> int:
@@ -116,15 +122,15 @@ def _plannable(model: str, tp: tuple[int, ...]) -> None:
     raise UsageError(f"--model {model}: its shapes cannot be planned at tp {list(tp)} ({'; '.join(why)})")
 
 
-def _writable(cache: Path) -> None:
+def _writable(folder: Path, flag: str = "--cache", why: str = "the warm step writes the cache there") -> None:
     try:
-        cache.mkdir(parents=True, exist_ok=True)
-        probe = cache / f".probe.{os.getpid()}"
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".probe.{os.getpid()}"
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as exc:
-        raise UsageError(f"--cache {cache} cannot be written ({exc.strerror}); the warm step writes the cache there: "
-                         "point it at a writable folder") from None
+        raise UsageError(f"{flag} {folder} cannot be written ({exc.strerror}); {why}: point it at a writable "
+                         "folder") from None
 
 
 def _warm(req, args) -> int:
@@ -140,7 +146,8 @@ def _warm(req, args) -> int:
     manifest.open_to_all(req.cache)
     _out(args.json_file, result)
     stubs = result["stubs"]
-    print(f"{PROG} warm: {result['kernels']} kernels for {req.target} ({len(result['compiled'])} kinds) from "
+    print(f"{PROG} warm: {result['kernels']} kernels for {req.target} ({len(result['kinds'])} kinds, "
+          f"{result['kernels_compiled']} compiled here) from "
           f"{result['calls']} calls of {', '.join(req.models)} tp {list(req.tp)}, "
           f"{result['cache']['bytes'] / 2**20:.1f} MiB, {result['seconds']['total']} s; launchers: "
           f"{stubs['launchers'] or stubs['error'] or stubs['not_made']}", file=sys.stderr)

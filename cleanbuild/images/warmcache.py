@@ -40,6 +40,7 @@ def section(manifest: dict[str, Any] | None, run: dict[str, Any] | None,
             "models": manifest.get("models"), "tp": manifest.get("tp"), "calls": manifest.get("calls"),
             "kernels": manifest.get("kernels"), "bytes": cache.get("bytes"), "by_arch": cache.get("by_arch"),
             "stubs": manifest.get("stubs"), "seconds": (run or {}).get("seconds"), "jobs": (run or {}).get("jobs"),
+            "compiled_here": (run or {}).get("kernels_compiled"),
             "not_planned": [n for p in manifest.get("plans") or [] for n in p.get("not_planned") or []],
             "first_use": first}
 
@@ -73,7 +74,18 @@ def markdown(data: dict[str, Any] | None) -> list[str]:
         f"from {data.get('calls')} calls of {', '.join(data.get('models') or [])} at tp {data.get('tp')}",
         f"- cache: {(data.get('bytes') or 0) / 2**20:.1f} MiB; code objects by arch (read from their bytes): {by_arch}",
         f"- launcher stubs: {stubs.get('launchers') or stubs.get('error') or stubs.get('not_made') or 'none'}",
-        "- warm step: " + (f"{seconds.get('total')} s on {data.get('jobs')} processes" if seconds else
+        "- warm step: " + (f"{seconds.get('total')} s on {data.get('jobs')} processes" + _reused(data) if seconds else
                            "reused (compiled by an earlier build of the same key)"),
         *[f"- not planned: {n}" for n in data.get("not_planned") or []],
         f"- compiles at first use: {said}"]
+
+
+def _reused(data: dict[str, Any]) -> str:
+    """How many kernels the warm step compiled, the others coming from the build machine's Triton cache."""
+    compiled, kernels = data.get("compiled_here"), data.get("kernels")
+    if compiled is None or not kernels:
+        return ""
+    if compiled >= kernels:
+        return ", every kernel compiled"
+    return f", {compiled} of {kernels} kernels compiled, the rest copied from the build machine's Triton cache"
+

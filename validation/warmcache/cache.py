@@ -33,6 +33,7 @@ class Request:
     aiter_pkg: Path
     cu_num: int
     jobs: int = 1  # warm: processes that compile at once
+    reuse: Path | None = None  # warm: the build machine's Triton cache behind the image's (validation.warmcache.reuse)
 
 
 def triton_version() -> str:
@@ -80,12 +81,12 @@ def make_plans(req: Request) -> list[plans.Plan]:
 
 
 def warm(req: Request) -> dict[str, Any]:
-    from validation.warmcache import hooks, manifest, replay
+    from validation.warmcache import hooks, manifest, replay, reuse
 
     start = time.perf_counter()
     target = hooks.Target.parse(req.target)
     os.environ["TRITON_CACHE_DIR"] = str(req.cache)
-    with hooks.stand_in(target):
+    with hooks.stand_in(target), reuse.behind(req.reuse):
         replay.open_aiter(req.aiter_pkg, req.arch)
         planned = make_plans(req)
         calls = sorted({c for p in planned for c in p.calls})
@@ -94,13 +95,14 @@ def warm(req: Request) -> dict[str, Any]:
     compile_s = time.perf_counter() - start
     events = [*ahead, *done.events]
     makers, why_no_stubs = hooks.stub_makers(target)
-    stubs, stub_error = hooks.make_stubs(makers, [hooks.compiled(k) for k in done.kernels]) if makers else (0, "")
+    with reuse.behind(req.reuse):
+        stubs, stub_error = hooks.make_stubs(makers, [hooks.compiled(k) for k in done.kernels]) if makers else (0, "")
     held = manifest.read_cache(req.cache)
     return {"arch": req.arch, "ck_mode": req.ck_mode, "target": str(target), "triton": triton_version(),
             "triton_build": triton_build(), "launcher_key": launcher_key(), "env": hooks.cache_invalidating_env(),
             "models": list(req.models), "tp": list(req.tp),
             "plans": [p.to_json() for p in planned], "calls": len(calls),
-            "compiled": sorted({e.kernel for e in events if not e.cache_hit}),
+            "kinds": sorted({e.kernel for e in done.events}),
             "kernels_compiled": len({e.hash for e in events if not e.cache_hit}),
             "kernels": len({e.hash for e in done.events}), "failures": done.failures, "jobs": req.jobs,
             "stubs": {"launchers": stubs, "error": stub_error, "not_made": why_no_stubs, "files": held["stubs"]},
@@ -127,12 +129,12 @@ def _in_parallel(req: Request, calls: list[plans.TritonCall]) -> list:
 
 
 def _compile_chunk(job: tuple[Request, list[plans.TritonCall]]) -> list:
-    from validation.warmcache import hooks, replay
+    from validation.warmcache import hooks, replay, reuse
 
     req, calls = job
     os.environ["TRITON_CACHE_DIR"] = str(req.cache)
     target = hooks.Target.parse(req.target)
-    with hooks.stand_in(target):
+    with hooks.stand_in(target), reuse.behind(req.reuse):
         replay.open_aiter(req.aiter_pkg, req.arch)
         events = replay.replay(calls, req.arch, target).events
     # Registered after aiter's ops, so it runs before torch's exit hook, which fails on aiter::aiter::gemm_a16w16_

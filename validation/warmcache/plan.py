@@ -13,6 +13,11 @@ Triton kernel, derived from the image's own code.
     which this repo's ATOM patch turns on with ATOM_CK_FREE=1); with CK it reaches CK's;
   - a bf16 expert layer of a CK-free image reaches aiter's Triton fused_moe (the moe-triton check's path); an fp8
     expert layer is not planned (`not_planned` says so), and with CK the experts run on CK and assembly kernels.
+- Not planned, and said in `not_planned` (so the report never reads "0 kernels" as "nothing compiles"): the Triton
+  kernels ATOM itself defines or calls outside aiter's GEMM and MoE entry points, as ATOM at its pin (181b0f46) routes
+  them: its masked embedding at tp > 1 (atom/model_ops/embed_head.py), the Triton attention path for a head_dim other
+  than 128 or a sliding window (atom/model_ops/attention_mha.py), MLA's Triton kernels (attention_mla.py); and
+  whatever torch.compile generates. Making them needs ATOM's engine imported, which the warm step does not do.
 - M: the batch sizes ATOM captures in CUDA graphs (read from the image's atom/config.py) and, for prefill, a value
   on each side of every bound aiter's GEMM configs switch at (aiter's STANDARD_M_BOUNDS): every (config, Triton
   integer specialisation) pair a run can meet. Triton's in-process cache compiles each variant once.
@@ -89,8 +94,24 @@ def make(model: str, arch: str, ck_mode: str, tp: list[int], m_values: list[int]
             dtype = BF16 if shape.layer in BF16_LAYERS else quant
             _linear(plan, shape, dtype, size, bf16_libtype)
         _experts(plan, cfg, quant, size)
+        plan.not_planned += atom_own_kernels(cfg, size)
     plan.calls = sorted(set(plan.calls))
     return plan
+
+
+def atom_own_kernels(cfg: dict, tp: int) -> list[str]:
+    """The Triton kernels of ATOM's own layers this model reaches at tp (see the module's docstring)."""
+    out = [f"tp={tp}: ATOM's masked_embedding (atom/model_ops/embed_head.py, every forward above tp 1)"] if tp > 1 else []
+    if "kv_lora_rank" in cfg:
+        out.append(f"tp={tp}: ATOM's MLA attention kernels (atom/model_ops/attention_mla.py, aiter's Triton MLA ops)")
+        return out
+    head_dim = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    window = cfg.get("sliding_window") if cfg.get("use_sliding_window", True) else None
+    if head_dim != 128 or window:
+        why = f"head_dim {head_dim}" if head_dim != 128 else f"sliding_window {window}"
+        out.append(f"tp={tp}: ATOM's Triton attention ({why}: aiter's unified_attention and "
+                   "fused_qk_rope_reshape_and_cache, atom/model_ops/attention_mha.py)")
+    return out
 
 
 def _linear(plan: Plan, shape, dtype: str, tp: int, bf16_libtype) -> None:

@@ -77,7 +77,21 @@ def test_a_ck_free_image_routes_fp8_layers_to_aiters_triton_gemm_and_bf16_ones_t
     assert not layers & set(plan.BF16_LAYERS)  # lm_head and the router went to tgemm: hipblaslt here
     assert made.dispatch == {"hipblaslt": 4}  # lm_head and router at M 1 and 16
     assert made.not_planned == ["experts at tp=8: fp8-blockscale fused MoE (aiter's Triton fused_moe with fp8 weights "
-                                "is not planned)"]
+                                "is not planned)", *plan.atom_own_kernels(models.PRESETS["deepseek-v3"], 8)]
+
+
+@pytest.mark.parametrize(("cfg", "tp", "want"), [
+    (models.PRESETS["qwen3-30b-a3b"], 1, []),
+    (models.PRESETS["qwen3-30b-a3b"], 8, ["masked_embedding"]),
+    (models.PRESETS["deepseek-v3"], 1, ["MLA"]),
+    ({**models.PRESETS["llama3-8b"], "head_dim": 64}, 1, ["head_dim 64"]),
+    ({**models.PRESETS["llama3-8b"], "sliding_window": 4096}, 2, ["masked_embedding", "sliding_window 4096"]),
+    ({**models.PRESETS["llama3-8b"], "sliding_window": 4096, "use_sliding_window": False}, 1, []),
+])
+def test_atoms_own_triton_kernels_are_said_not_planned(cfg, tp, want):
+    """A CK image's 0 kernels must not read as "nothing compiles at first request": ATOM's own kernels are named."""
+    said = plan.atom_own_kernels(cfg, tp)
+    assert len(said) == len(want) and all(w in line for w, line in zip(want, said, strict=True))
 
 
 def test_with_ck_nothing_is_triton_unless_the_tuned_dispatch_says_triton():
@@ -106,7 +120,9 @@ target = hooks.Target.parse(f"hip:{arch}")
 N, K = int(sys.argv[5]), int(sys.argv[6])
 calls = [TritonCall("gemm_a8w8_blockscale", "t", m, N, K, 1) for m in (1, 16, 17)]
 guard = hooks.reading_only() if mode == "check" else hooks.compile_only()
-with hooks.stand_in(target), guard:
+from validation.warmcache import reuse
+machine = Path(sys.argv[7]) if len(sys.argv) > 7 else None
+with hooks.stand_in(target), guard, reuse.behind(machine):
     replay.open_aiter(Path(sys.argv[4]), arch)
     done = replay.replay(calls, arch, target)
 print(json.dumps({"events": [[e.kernel, e.cache_hit] for e in done.events], "missed": done.missed,
@@ -116,11 +132,14 @@ os._exit(0)
 """
 
 
-def replayed(cache: Path, mode: str, arch: str, aiter: Path, shape: tuple[int, int] = (2112, 7168)) -> dict:
-    """The script in a process of its own; shape: (N, K), by default DeepSeek-V3's fused_qkv_a_proj."""
+def replayed(cache: Path, mode: str, arch: str, aiter: Path, shape: tuple[int, int] = (2112, 7168),
+             machine: Path | None = None) -> dict:
+    """The script in a process of its own; shape: (N, K), by default DeepSeek-V3's fused_qkv_a_proj; machine: the
+    build machine's cache behind this one (validation.warmcache.reuse)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(ROOT)
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(cache), mode, arch, str(aiter), *map(str, shape)],  # noqa: S603
+    argv = [str(cache), mode, arch, str(aiter), *map(str, shape), *([str(machine)] if machine else [])]
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, *argv],  # noqa: S603
                           capture_output=True, text=True, env=env, check=False, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout.splitlines()[-1])
@@ -139,6 +158,60 @@ def test_a_second_process_finds_every_kernel_in_the_cache(warmed, pin_patched):
     second = replayed(warmed, "check", "gfx950", pin_patched)
     assert (second["missed"], second["failures"]) == ({}, [])
     assert second["events"] and all(hit for _, hit in second["events"])
+
+
+def files(cache: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(cache)): p.read_bytes() for p in sorted(cache.rglob("*")) if p.is_file()}
+
+
+def test_a_kernel_in_the_machines_cache_is_copied_byte_for_byte_not_compiled(tmp_path, pin_patched):
+    """The warm step's --reuse: a first build compiles into its image's cache and the machine's; a second build's
+    fresh image cache gets every kernel from the machine's (all cache hits), the same files with the same bytes but
+    for group files naming the image's own copies; and a reading-only check finds them all there."""
+    machine = tmp_path / "machine"
+    first = replayed(tmp_path / "one", "warm", "gfx950", pin_patched, machine=machine)
+    assert first["events"] and not any(hit for _, hit in first["events"]) and first["failures"] == []
+    second = replayed(tmp_path / "two", "warm", "gfx950", pin_patched, machine=machine)
+    assert second["events"] and all(hit for _, hit in second["events"]) and second["failures"] == []
+    one, two = files(tmp_path / "one"), files(tmp_path / "two")
+    assert sorted(one) == sorted(two)
+    groups = [name for name in one if Path(name).name.startswith("__grp__")]
+    assert groups and all(one[n] == two[n] for n in one if n not in groups)
+    for name in groups:  # the same children, each named at its own cache's path
+        children = json.loads(two[name])["child_paths"]
+        assert json.loads(one[name])["child_paths"] == {c: p.replace(str(tmp_path / "two"), str(tmp_path / "one"))
+                                                       for c, p in children.items()}
+        assert all(p.startswith(str(tmp_path / "two") + "/") for p in children.values())
+    check = replayed(tmp_path / "two", "check", "gfx950", pin_patched)
+    assert (check["missed"], check["failures"]) == ({}, []) and all(hit for _, hit in check["events"])
+
+
+def test_a_launcher_in_the_machines_cache_needs_no_compiler(tmp_path, monkeypatch):
+    """Triton's C modules go through the same cache manager: taken from the machine's cache with compiles refused."""
+    from triton.runtime.build import compile_module_from_src
+
+    from validation.warmcache import hooks, reuse
+
+    source = ("#include <Python.h>\nstatic struct PyModuleDef m = {PyModuleDef_HEAD_INIT, \"atom_build_reuse_probe\"};\n"
+              "PyMODINIT_FUNC PyInit_atom_build_reuse_probe(void) { return PyModule_Create(&m); }\n")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "one"))
+    with reuse.behind(tmp_path / "machine"):
+        compile_module_from_src(source, "atom_build_reuse_probe")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "two"))
+    with reuse.behind(tmp_path / "machine"), hooks.no_compiler():
+        compile_module_from_src(source, "atom_build_reuse_probe")
+    assert [p.name for p in (tmp_path / "two").rglob("atom_build_reuse_probe*")] == \
+        [p.name for p in (tmp_path / "one").rglob("atom_build_reuse_probe*")]
+
+
+def test_reuse_that_cannot_be_written_is_one_line(capsys, tmp_path):
+    (tmp_path / "file").write_text("")
+    code = tritoncache.main(["warm", "--arch", "gfx950", "--ck-mode", "ckfree", "--model", "qwen3-30b-a3b",
+                             "--cache", str(tmp_path / "c"), "--reuse", str(tmp_path / "file" / "k")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err == [f"python -m validation.tritoncache: error: --reuse {tmp_path / 'file' / 'k'} cannot be "
+                                 "written (Not a directory); the warm step takes kernels from it and adds what it "
+                                 "compiles: point it at a writable folder"]
 
 
 def test_a_cache_for_the_other_arch_is_as_good_as_none_and_the_misses_are_named(warmed, pin_patched):
@@ -279,7 +352,7 @@ def test_a_model_whose_shapes_do_not_split_is_one_line(capsys, tmp_path):
 
 def test_a_size_the_model_does_not_split_at_is_left_out_and_said():
     made = plan.make("llama3-8b", "gfx950", "ckfree", [1, 3], [1], "test", lambda M, N, K: "hipblaslt")
-    assert made.not_planned == ["tp=3: heads=32 is not divisible by tp=3"]
+    assert made.not_planned == ["tp=3: heads=32 is not divisible by tp=3"]  # tp=1: no ATOM kernel of its own
     assert made.dispatch == {"hipblaslt": 5}  # tp=1's five layers (lm_head, qkv, o, gate_up, down) at M=1
 
 
