@@ -83,12 +83,14 @@ class Layered(FileCacheManager):
 
 @contextlib.contextmanager
 def behind(machine: Path | None) -> Iterator[None]:
-    """Triton's cache manager is Layered over `machine` for the block (nothing changes when it is None)."""
+    """Triton's cache manager is Layered over `machine` for the block (nothing changes when it is None). Which files a
+    kernel keeps (TRITON_STORE_BINARY_ONLY: the code object and its metadata, or every stage's IR too) is in no key:
+    each setting has a folder of its own, so a kernel is copied with the files this build would have written."""
     if machine is None:
         yield
         return
     before = triton.knobs.cache.manager_class
-    Layered.machine = str(machine)
+    Layered.machine = str(machine / ("binary-only" if triton.knobs.compilation.store_binary_only else "every-stage"))
     triton.knobs.cache.manager_class = Layered
     try:
         yield

@@ -204,6 +204,21 @@ def test_a_launcher_in_the_machines_cache_needs_no_compiler(tmp_path, monkeypatc
         [p.name for p in (tmp_path / "one").rglob("atom_build_reuse_probe*")]
 
 
+@pytest.mark.parametrize(("binary_only", "folder"), [(True, "binary-only"), (False, "every-stage")])
+def test_the_files_a_kernel_keeps_choose_the_machines_folder(tmp_path, monkeypatch, binary_only, folder):
+    """TRITON_STORE_BINARY_ONLY changes the files of a kernel but not its key: a build that keeps only code objects
+    never copies another's IR files into its image."""
+    import triton
+
+    from validation.warmcache import reuse
+
+    monkeypatch.setattr(triton.knobs.compilation, "store_binary_only", binary_only)
+    with reuse.behind(tmp_path):
+        assert reuse.Layered.machine == str(tmp_path / folder)
+        assert triton.knobs.cache.manager_class is reuse.Layered
+    assert triton.knobs.cache.manager_class is not reuse.Layered
+
+
 def test_reuse_that_cannot_be_written_is_one_line(capsys, tmp_path):
     (tmp_path / "file").write_text("")
     code = tritoncache.main(["warm", "--arch", "gfx950", "--ck-mode", "ckfree", "--model", "qwen3-30b-a3b",
