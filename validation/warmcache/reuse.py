@@ -8,7 +8,8 @@ from it, and what is compiled is written to both. The warm step passes --reuse w
 rebuilds the candidate, and with it the warm step, though few of its kernels changed.
 
 A group file names its files by absolute path: a group taken from the machine's cache is written again naming the
-image's copies, so the image never points outside itself.
+image's copies, so the image never points outside itself. The mount is the builder's, as its layer cache is: whoever
+can build on that BuildKit can write both, so it trusts no one the layer cache does not.
 """
 
 from __future__ import annotations
