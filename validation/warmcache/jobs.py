@@ -1,6 +1,6 @@
 """How many processes the warm step compiles in when not told (--jobs): what the machine can spare now.
 
-Each process imports torch, aiter and Triton before it compiles (about 2.5 s of CPU and 0.45 GiB here) and a call's
+Each process imports torch, aiter and Triton before it compiles (about 2.5 s of CPU and 0.42 GiB here) and a call's
 kernels can repeat in two processes, so a second process pays only where cores are idle: measured on 2 CPUs, the
 offline model's 54 calls took 11.0 s in one process and 13.0 s in two; 500 calls on 16 CPUs took 45-66 s in 16. A
 matrix build warms its candidates at once, each in its own container: every warm step counts the CPUs idle at its
@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 MIN_CPUS = 4  # below this, one process (the measurement above)
-GIB_PER_JOB = 1.0  # a compile process's peak (0.45 GiB measured) with room
+GIB_PER_JOB = 1.0  # a compile process's peak (0.42 GiB measured) with room
 
 
 def default_jobs(stat: Path = Path("/proc/stat"), meminfo: Path = Path("/proc/meminfo"), sample_s: float = 0.25) -> int:
