@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.imports import closure
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "cleanbuild"
 
@@ -59,13 +61,7 @@ def direct_imports(module: str) -> frozenset[str]:
 
 def reached(module: str) -> set[str]:
     """Every cleanbuild module that importing `module` can import, directly or through others."""
-    seen: set[str] = set()
-    todo = [module]
-    while todo:
-        for name in direct_imports(todo.pop()) - seen:
-            seen.add(name)
-            todo.append(name)
-    return seen
+    return closure(module, direct_imports)
 
 
 @pytest.mark.parametrize(("module", "below"), [

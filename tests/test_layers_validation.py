@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.imports import closure
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("cleanbuild", "validation", "patches")
 
@@ -99,13 +101,7 @@ def rank(module: str) -> int:
 
 
 def reached(module: str) -> set[str]:
-    seen: set[str] = set()
-    todo = [module]
-    while todo:
-        for name in imports_within(todo.pop()) - seen:
-            seen.add(name)
-            todo.append(name)
-    return seen
+    return closure(module, imports_within)
 
 
 def test_the_order_is_written_once_and_names_every_folder_and_every_program():

@@ -17,6 +17,7 @@ from cleanbuild.images import plan as P
 from cleanbuild.images.buildx_argv import cache_flags
 from cleanbuild.images.record import BuildRecord
 from cleanbuild.upstream import profiles
+from tests.support.imports import closure
 from tests.support.requests import build_of
 from tests.support.upstream import AITER_HEAD
 
@@ -447,12 +448,7 @@ def _validation_imports(path: Path) -> set[str]:
 def _closure(program: str) -> set[str]:
     """Every file under validation/ that running this program imports (its import closure, read from the source),
     the packages' __init__.py included."""
-    todo, seen = [program], set()
-    while todo:
-        rel = todo.pop()
-        if rel not in seen:
-            seen.add(rel)
-            todo += sorted(_validation_imports(ROOT / "validation" / rel))
+    seen = {program} | closure(program, lambda rel: _validation_imports(ROOT / "validation" / rel))
     parents = {"/".join([*Path(rel).parts[:i], "__init__.py"]) for rel in seen for i in range(len(Path(rel).parts))}
     return seen | parents
 

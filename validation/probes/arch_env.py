@@ -106,9 +106,8 @@ def _fp8_of(value: ast.expr) -> str | None:
 def fp8_dtype(ctx: Image) -> Finding:
     f = Finding("fp8-dtype", "fp8 dtype aiter picks matches the arch", UNKNOWN,
                 fix="one arch in GPU_ARCHS (aiter's get_gfx() takes the last entry); e4m3fnuz on gfx942, e4m3fn on gfx950")
-    aiter = pyenv.locate(ctx, "aiter")
+    aiter = pyenv.aiter(ctx, f.evidence)
     if aiter is None:
-        f.evidence.append("aiter not found in this image's Python")
         return f
     dtypes_py = aiter.path / DTYPES
     try:

@@ -104,9 +104,8 @@ def rocm_version(ctx: Image) -> str | None:
 def prebuilt_kernels(ctx: Image) -> Finding:
     f = Finding("prebuilt-kernels", "aiter carries prebuilt kernels for the arch (no JIT at first use)", UNKNOWN,
                 fix="build the aiter wheel with PREBUILD_KERNELS=1 for the target arch (invoke wheels --arch X)")
-    aiter = pyenv.locate(ctx, "aiter")
+    aiter = pyenv.aiter(ctx, f.evidence)
     if aiter is None:
-        f.evidence.append("aiter not found in this image's Python")
         return f
     modules = prebuilt_modules(ctx, aiter.path)
     if modules:
@@ -165,10 +164,9 @@ def ck_free(ctx: Image) -> Finding:
         f.status = PRESENT
         f.evidence.insert(0, f"contradictory CK settings: {exc}")
         return f
-    aiter = pyenv.locate(ctx, "aiter")
+    aiter = pyenv.aiter(ctx, f.evidence)
     if aiter is None:
         f.status = UNKNOWN
-        f.evidence.append("aiter not found in this image's Python")
         return f
     ck_built = sorted(p for p in prebuilt_modules(ctx, aiter.path) if Path(p).stem in ck_module_names(aiter.path))
     sources = ck_sources(ctx, aiter.path)

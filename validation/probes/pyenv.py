@@ -123,6 +123,14 @@ def owners(ctx: Image) -> dict[str, list[Dist]]:
     return ctx.cache["owners"]
 
 
+def aiter(ctx: Image, evidence: list[str]) -> Location | None:
+    """The image's aiter, or None with "not found" said in evidence (a probe that needs it then stops)."""
+    found = locate(ctx, "aiter")
+    if found is None:
+        evidence.append("aiter not found in this image's Python")
+    return found
+
+
 def locate(ctx: Image, name: str) -> Location | None:
     """A top-level package's folder: by import spec (never executing it), else by RECORD, else by sys.path."""
     key = f"locate:{name}"

@@ -124,7 +124,7 @@ def compiled(source: tuple):
 
 
 @contextlib.contextmanager
-def _knob(group, name: str, value) -> Iterator[None]:
+def knob(group, name: str, value) -> Iterator[None]:
     """One of Triton's knobs set for a block, and put back."""
     before = getattr(group, name)
     setattr(group, name, value)
@@ -137,7 +137,7 @@ def _knob(group, name: str, value) -> Iterator[None]:
 @contextlib.contextmanager
 def listening() -> Iterator[Listener]:
     listener = Listener()
-    with _knob(triton.knobs.compilation, "listener", listener):
+    with knob(triton.knobs.compilation, "listener", listener):
         yield listener
 
 
@@ -176,7 +176,7 @@ class _ReadOnlyCache:
 @contextlib.contextmanager
 def reading_only() -> Iterator[None]:
     """Triton reads its cache and never compiles into it: a kernel it lacks raises Miss (see _ReadOnlyCache)."""
-    with _knob(triton.knobs.cache, "manager_class", _ReadOnlyCache):
+    with knob(triton.knobs.cache, "manager_class", _ReadOnlyCache):
         yield
 
 
@@ -230,5 +230,5 @@ def no_compiler() -> Iterator[None]:
     def refuse(name, *args, **kwargs):  # noqa: ARG001
         raise RuntimeError(f"Triton wanted to compile its C module {name}: no C compiler in this run")
 
-    with _knob(triton.knobs.build, "impl", refuse):
+    with knob(triton.knobs.build, "impl", refuse):
         yield

@@ -24,6 +24,8 @@ from pathlib import Path
 import triton
 from triton.runtime.cache import FileCacheManager
 
+from validation.warmcache import hooks
+
 GROUP = "__grp__"
 
 
@@ -90,10 +92,6 @@ def behind(machine: Path | None) -> Iterator[None]:
     if machine is None:
         yield
         return
-    before = triton.knobs.cache.manager_class
     Layered.machine = str(machine / ("binary-only" if triton.knobs.compilation.store_binary_only else "every-stage"))
-    triton.knobs.cache.manager_class = Layered
-    try:
+    with hooks.knob(triton.knobs.cache, "manager_class", Layered):
         yield
-    finally:
-        triton.knobs.cache.manager_class = before
