@@ -1,10 +1,11 @@
 """How many processes the warm step compiles in when not told (--jobs): what the machine can spare now.
 
 Each process imports torch, aiter and Triton before it compiles (a warm with nothing to compile, gfx942 CK: 2.1 s of
-CPU; peak memory 0.42 GiB) and a call's kernels can repeat in two processes, so a second process pays only where cores are idle. Measured on 2
-CPUs, `/usr/bin/time python -m validation.tritoncache warm --arch gfx950 --ck-mode ckfree --model qwen3-30b-a3b --tp 1
-8 --aiter-src PATCHED_PIN/aiter --cache DIR --manifest FILE --jobs N`: 11.0 s in one process, 13.0 s (20.5 s of CPU)
-in two; on the device tool's 16 CPUs, 500 calls took 65.7 s in 16 (benchmarks/README.md, the Triton cache on a GPU).
+CPU; peak memory 0.42 GiB) and a call's kernels can repeat in two processes, so a second process pays only where
+cores are idle. Measured on 2 CPUs, `/usr/bin/time python -m validation.tritoncache warm --arch gfx950 --ck-mode
+ckfree --model qwen3-30b-a3b --tp 1 8 --aiter-src PATCHED_PIN/aiter --cache DIR --manifest FILE --jobs N`: 11.0 s in
+one process, 13.0 s (20.5 s of CPU) in two; on the device tool's 16 CPUs, 500 calls took 65.7 s in 16
+(benchmarks/README.md, the Triton cache on a GPU).
 A matrix build warms its candidates at once, each in its own container: every warm step counts the CPUs idle at its
 start (host-wide /proc/stat, as `make -l` reads the load) and the memory available, so four of them share the
 machine instead of each taking all of it.
