@@ -12,19 +12,19 @@ from pathlib import Path
 PRESETS: dict[str, dict] = {
     # Llama-3-8B: GQA 32/8 heads, SwiGLU MLP.
     "llama3-8b": {
-        "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
         "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 128256,
     },
     # Qwen3-30B-A3B: 128 experts, top-8, expert FFN 768; the dense GEMMs are attention and the router.
     "qwen3-30b-a3b": {
-        "model_type": "qwen3_moe", "hidden_size": 2048, "num_attention_heads": 32, "num_key_value_heads": 4,
+        "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 2048, "num_attention_heads": 32, "num_key_value_heads": 4,
         "head_dim": 128, "vocab_size": 151936, "num_experts": 128, "num_experts_per_tok": 8,
         "moe_intermediate_size": 768, "intermediate_size": 6144,
     },
     # DeepSeek-V3: MLA (q/kv LoRA ranks 1536/512, rope 64, nope 128, v 128), 256 experts + 1 shared; its checkpoint's
     # fp8 block-scale quantization (config.json's quantization_config, as published).
     "deepseek-v3": {
-        "model_type": "deepseek_v3", "hidden_size": 7168, "num_attention_heads": 128, "vocab_size": 129280,
+        "architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "hidden_size": 7168, "num_attention_heads": 128, "vocab_size": 129280,
         "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128,
         "v_head_dim": 128, "intermediate_size": 18432, "moe_intermediate_size": 2048,
         "n_routed_experts": 256, "n_shared_experts": 1, "num_experts_per_tok": 8,
