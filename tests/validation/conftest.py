@@ -61,15 +61,16 @@ def run_cli():
     return run
 
 
-def checkout_aiter(dest: Path, commit: str, paths: tuple[str, ...] = ("/aiter/",)) -> Path:
-    """A sparse checkout of the real aiter at commit (only paths), from the shared bare repository.
+def checkout_aiter(dest: Path, commit: str, paths: tuple[str, ...] = ("/aiter/",), repo: str = "aiter.git") -> Path:
+    """A sparse checkout of the real aiter (or, with repo="atom.git", ATOM) at commit (only paths), from the shared
+    bare repository.
 
     Skips (fails when CI=true) without git or the repository; ATOM_BUILD_MIRROR names the folder holding it.
     """
     upstream = Path(os.environ.get("ATOM_BUILD_MIRROR") or REPO / ".." / "shared" / "upstream").resolve()
-    bare = upstream / "aiter.git"
+    bare = upstream / repo
     if shutil.which("git") is None or not bare.is_dir():
-        missing(f"no git or no {bare} (set ATOM_BUILD_MIRROR to the folder holding aiter.git)")
+        missing(f"no git or no {bare} (set ATOM_BUILD_MIRROR to the folder holding {repo})")
     git = ["git", "-c", "safe.directory=*", "-c", "advice.detachedHead=false"]
     subprocess.run([*git, "init", "-q", str(dest)], check=True, capture_output=True, timeout=120)  # noqa: S603
     # The shared repository's objects borrowed (alternates), not cloned: git clones a shallow repository by

@@ -166,7 +166,7 @@ def make(model: str, cfg: dict, quant: str, ck_mode: str, roots: dict[str, Path]
     ck = kinds.ck_modules(roots["aiter"]) if ck_mode == CK_FREE else set()
     layers: dict[tuple[str, str], set[Kernel]] = defaultdict(set)
     for leaf in found:
-        present = _present(leaf, ck, has_flydsl)
+        present = _present_leaf(leaf, ck, has_flydsl)
         layers[(".".join(leaf.layer), leaf.op)].add(Kernel(leaf.kind, leaf.name, leaf.module, leaf.entry,
                                                            leaf.site, present))
     switches = {k: str(env("atom.utils.envs", k) and next(iter(env("atom.utils.envs", k))).value)
@@ -176,9 +176,14 @@ def make(model: str, cfg: dict, quant: str, ck_mode: str, roots: dict[str, Path]
                  len(walker.unresolved))
 
 
-def _present(leaf: Leaf, ck: set[str], has_flydsl: bool) -> bool:
-    if leaf.kind == kinds.FLYDSL:
+def _present_leaf(leaf: Leaf, ck: set[str], has_flydsl: bool) -> bool:
+    return present(leaf.kind, leaf.module, ck, has_flydsl)
+
+
+def present(kind: str, module: str, ck: set[str], has_flydsl: bool) -> bool:
+    """Whether an image has a kernel of this kind: ck is the set of modules its build left out (empty with CK)."""
+    if kind == kinds.FLYDSL:
         return has_flydsl
-    if leaf.kind in (kinds.JIT, kinds.ASM):
-        return leaf.module not in ck
+    if kind in (kinds.JIT, kinds.ASM):
+        return module not in ck
     return True

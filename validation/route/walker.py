@@ -94,6 +94,8 @@ class Walker:
         self._custom_ops: dict[str, Values] | None = None
         self._layers: list[Inst] = []  # the instances whose methods are running, innermost last
         self._lookups: dict[str, bool] = {}
+        self._assigned: dict[str, dict[str, list[ast.expr]]] = {}
+        self._made: dict[tuple[str, int], set] = {}
         self.depth = 0
 
     # ---- entry -------------------------------------------------------------------------------------------------
@@ -549,21 +551,34 @@ class Walker:
                 self.call_def(init, [], {}, inst, record=False)
         out: set = set(self._attrs[key].get(attr, UNKNOWN))
         for klass in [inst.cls, *self.src.bases(inst.cls)]:
-            for node in ast.walk(klass.node):
-                if isinstance(node, ast.Assign | ast.AnnAssign):
-                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                    if any(_assigns_self(t, attr) for t in targets):
-                        out |= self._constructed(klass.module, node.value)
+            for value in self._assignments(klass).get(attr, ()):
+                out |= self._constructed(klass.module, value)
         return frozenset(out)
+
+    def _assignments(self, cls: Def) -> dict[str, list[ast.expr]]:
+        """self.X = value anywhere in the class: X -> the values (read once per class)."""
+        if cls.name not in self._assigned:
+            table: dict[str, list[ast.expr]] = {}
+            for node in ast.walk(cls.node):
+                if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+                    for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                        for attr in _self_targets(target):
+                            table.setdefault(attr, []).append(node.value)
+            self._assigned[cls.name] = table
+        return self._assigned[cls.name]
 
     def _constructed(self, module: str, e: ast.expr | None) -> set:
         """Walked classes constructed anywhere inside e (a lambda handed to make_layers, a list comprehension)."""
-        out = set()
+        key = (module, id(e))
+        if key in self._made:
+            return self._made[key]
+        out: set = set()
         for node in ast.walk(e) if e is not None else ():
             if isinstance(node, ast.Call):
                 found = self.src.resolve_expr(module, node.func)
                 if isinstance(found, Def) and isinstance(found.node, ast.ClassDef):
                     out.add(Inst(found))
+        self._made[key] = out
         return out
 
     def call(self, e: ast.Call, frame: Frame) -> Values:
@@ -678,11 +693,12 @@ def _via(func: ast.expr, frame: Frame) -> str | None:
     return None
 
 
-def _assigns_self(target: ast.expr, attr: str) -> bool:
+def _self_targets(target: ast.expr) -> list[str]:
     if isinstance(target, ast.Tuple | ast.List):
-        return any(_assigns_self(t, attr) for t in target.elts)
-    return (isinstance(target, ast.Attribute) and target.attr == attr and isinstance(target.value, ast.Name)
-            and target.value.id == "self")
+        return [attr for t in target.elts for attr in _self_targets(t)]
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+        return [target.attr]
+    return []
 
 
 def _enclosing_class(src: Sources, func: Def) -> Def | None:

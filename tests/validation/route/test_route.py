@@ -1,0 +1,132 @@
+"""The route of a model through the real ATOM and aiter at the pins (shared/upstream), read as an image holds them.
+
+What it must find is what the issue read by hand in ATOM 181b0f46 and aiter 79366eb8: bf16 experts reach aiter's CK
+2-stage MoE through aiter.fused_moe.fused_moe (no Triton path), the router's topk_softmax is in module_moe_asm,
+SiluAndMul calls module_activation, and DeepSeek-V3's block-scale linears take the preshuffled GEMM unless
+ATOM_FP8_BLOCKSCALE_WEIGHT_PRESHUFFLE is "0".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.support.upstream import ATOM_PIN
+from tests.validation.conftest import REPO, checkout_aiter
+from validation.core import models
+from validation.route import leaves, route
+from validation.warmcache import plan as warmplan
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory, aiter_pkg):
+    """A folder as an image's site-packages holds them: atom/ and aiter/ at the pins (links to the checkouts)."""
+    atom = checkout_aiter(tmp_path_factory.mktemp("atom-pin") / "atom", ATOM_PIN, ("/atom/",), repo="atom.git")
+    folder = tmp_path_factory.mktemp("site")
+    (folder / "atom").symlink_to(atom / "atom")
+    (folder / "aiter").symlink_to(aiter_pkg)
+    return folder
+
+
+def make(site, model: str, ck_mode: str = "ckfree", env: dict | None = None, flydsl: bool = True) -> route.Route:
+    _, cfg = models.load_config(model)
+    return route.make(model, cfg, warmplan.quantization(cfg), ck_mode, {"atom": site / "atom", "aiter": site / "aiter"},
+                      env or {}, flydsl)
+
+
+def layer(r: route.Route, path: str, op: str) -> route.LayerRoute:
+    found = [lr for lr in r.layers if lr.layer == path and lr.op == op]
+    assert found, f"no {path} [{op}] in {[(lr.layer, lr.op) for lr in r.layers]}"
+    return found[0]
+
+
+@pytest.fixture(scope="session")
+def qwen(site):
+    return make(site, "qwen3-30b-a3b")
+
+
+def test_bf16_experts_reach_ck_two_stage_moe_and_the_router_asm_module(qwen):
+    experts = layer(qwen, "model.layers.mlp.experts", "FusedMoE")
+    via_fused_moe = {k.module for k in experts.kernels if k.entry == "aiter.fused_moe.fused_moe"}
+    assert "module_moe_ck2stages" in via_fused_moe
+    unquantized = {k.module for k in experts.kernels if k.site.endswith("UnquantizedFusedMoEMethod.apply")}
+    assert "module_moe_ck2stages" in unquantized
+    topk = [k for k in experts.kernels if k.name.endswith("topk_softmax")]
+    assert topk and {k.module for k in topk} == {"module_moe_asm"}
+    assert not any(k.name.endswith("fused_moe_kernel") for k in experts.kernels), "aiter's Triton fused_moe"
+    assert {k.module for k in experts.missing} >= {"module_moe_ck2stages", "module_moe_asm"}
+
+
+def test_silu_and_mul_is_module_activation_missing_only_without_ck(qwen):
+    act = layer(qwen, "model.layers.mlp.act_fn", "SiluAndMul")
+    assert {(k.entry, k.module, k.present) for k in act.kernels} == {
+        ("aiter.ops.activation.silu_and_mul", "module_activation", False)}
+    with_ck = [route.present(k.kind, k.module, ck=set(), has_flydsl=True) for k in act.kernels]
+    assert with_ck == [True]
+
+
+@pytest.fixture(scope="session")
+def deepseek(site):
+    return make(site, "deepseek-v3")
+
+
+def test_blockscale_linears_follow_atoms_preshuffle_switch(site, deepseek):
+    default = layer(deepseek, "model.layers.mlp.down_proj", "RowParallelLinear")
+    entries = {k.entry for k in default.kernels}
+    assert "aiter.ops.gemm_op_a8w8.gemm_a8w8_blockscale_bpreshuffle" in entries
+    assert not any(e.endswith("gemm_a8w8_blockscale.gemm_a8w8_blockscale") for e in entries)
+    triton = make(site, "deepseek-v3", env={"ATOM_FP8_BLOCKSCALE_WEIGHT_PRESHUFFLE": "0", "ATOM_USE_TRITON_GEMM": "1"})
+    switched = layer(triton, "model.layers.mlp.down_proj", "RowParallelLinear")
+    assert {k.entry for k in switched.kernels} == {
+        "aiter.ops.triton.gemm.basic.gemm_a8w8_blockscale.gemm_a8w8_blockscale"}
+    assert triton.switches["ATOM_FP8_BLOCKSCALE_WEIGHT_PRESHUFFLE"] == "False"
+    assert all(k.kind == leaves.TRITON and k.present for k in switched.kernels)
+
+
+def test_lm_head_stays_bf16_in_an_fp8_checkpoint(deepseek):
+    head = layer(deepseek, "lm_head", "ParallelLMHead")
+    assert {k.entry for k in head.kernels} == {"aiter.tuned_gemm.TunedGemm.mm"}
+
+
+def test_the_ck_modules_are_aiters_own_list(site):
+    ck = leaves.ck_modules(site / "aiter")
+    assert {"module_activation", "module_moe_asm", "module_quant"} <= ck  # its hard-coded list
+    assert "module_moe_ck2stages" in ck  # its optCompilerConfig.json pattern match
+    assert "module_hipbsolgemm" not in ck
+
+
+def run(site, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "validation.route", *args], capture_output=True, text=True,  # noqa: S603
+                          cwd=REPO, env={**os.environ, **(env or {}), "PYTHONPATH": f"{site}{os.pathsep}{REPO}"},
+                          timeout=300)
+
+
+def test_a_ck_free_route_that_needs_a_missing_module_is_refused_naming_it(site, tmp_path):
+    out = run(site, "--model", "llama3-8b", "--ck-mode", "ckfree", "--json-file", str(tmp_path / "r.json"))
+    assert out.returncode == 1, out.stderr
+    message = out.stderr.strip().splitlines()[-1]
+    assert "cannot serve llama3-8b" in message and "module_" in message and "--allow-unservable" in message
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert not report["servable"] and report["missing"][0]["module"] in message
+    allowed = run(site, "--model", "llama3-8b", "--ck-mode", "ckfree", "--allow-unservable", "--json-file",
+                  str(tmp_path / "a.json"))
+    assert allowed.returncode == 0, allowed.stderr
+    assert json.loads((tmp_path / "a.json").read_text())["allowed_unservable"] is True
+
+
+def test_bad_input_is_one_line_exit_2(site, tmp_path):
+    out = run(site, "--model", "no-such-model")
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "preset" in out.stderr
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["NoSuchForCausalLM"], "hidden_size": 8}))
+    out = run(site, "--model", str(tmp_path))
+    assert out.returncode == 2 and "NoSuchForCausalLM" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_no_atom_to_read_is_exit_3(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "validation.route", "--model", "llama3-8b"], capture_output=True,  # noqa: S603
+                         text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60)
+    assert out.returncode == 3 and "no atom" in out.stderr
