@@ -1,8 +1,10 @@
 """ATOM_CK_FREE=1 turns on ATOM's Triton GEMM path, like ATOM_USE_TRITON_GEMM=1.
 
 A CK-free aiter build has no CK GEMM kernels, so ATOM's linear layers must
-take the Triton route there, as its attention and MoE code already do for
-CK-free. Two files: use_triton_gemm() in atom/model_ops/linear.py also reads
+take the Triton route there. ATOM itself has no ATOM_CK_FREE at its pin
+(181b0f46): its attention and MoE do not read it either (the seed described
+another ATOM); python -m validation.route shows where a CK-free server still
+reaches CK. Two files: use_triton_gemm() in atom/model_ops/linear.py also reads
 envs.ATOM_CK_FREE, and atom/utils/envs.py gains that variable (default off,
 "1" is on) when upstream does not define it yet.
 

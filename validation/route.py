@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from validation.core import models
-from validation.route import route as routes
+from validation.routing import layers as routes
 from validation.warmcache import plan as warmplan
 
 HELP = {

@@ -18,7 +18,8 @@ import pytest
 from tests.support.upstream import ATOM_PIN
 from tests.validation.conftest import REPO, checkout_aiter
 from validation.core import models
-from validation.route import leaves, route
+from validation.routing import layers as route
+from validation.routing import leaves
 from validation.warmcache import plan as warmplan
 
 

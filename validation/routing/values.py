@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from validation.route.source import Def
+from validation.routing.source import Def
 
 
 @dataclass(frozen=True)

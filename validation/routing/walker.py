@@ -15,9 +15,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field, replace
 
-from validation.route import leaves as leafkinds
-from validation.route.source import Def, Sources
-from validation.route.values import (
+from validation.routing import leaves as leafkinds
+from validation.routing.source import Def, Sources
+from validation.routing.values import (
     UNKNOWN,
     Bound,
     Const,
@@ -342,7 +342,7 @@ class Walker:
                 target = alias.name if alias.asname else alias.name.split(".")[0]
                 frame.names[local] = self._module_ref(target)
             return
-        from validation.route.source import _absolute
+        from validation.routing.source import _absolute
 
         source = _absolute(frame.module, bool(mod and mod.is_package), s)
         for alias in s.names:
@@ -588,10 +588,8 @@ class Walker:
             self.expr(func.slice, frame)
             self._args(e, frame)
             for k in kernel:
-                if isinstance(k, Fn) and leafkinds.is_triton(k.d):
-                    if frame.record:
-                        leaf = Leaf(leafkinds.TRITON, k.d.name)
-                        frame.leaves.add(self._cross(leaf, frame, k, None))
+                if isinstance(k, Fn) and leafkinds.is_triton(k.d) and frame.record:
+                    frame.leaves.add(self._cross(Leaf(leafkinds.TRITON, k.d.name), frame, k, None))
             return UNKNOWN
         fvals = self.expr(func, frame)
         args, kwargs = self._args(e, frame)

@@ -3,7 +3,7 @@ JIT module) and whether the image has each, derived from ATOM's and aiter's code
 
 - The model class: config.json's `architectures[0]` looked up in ATOM's own `support_model_arch_dict`
   (atom/model_engine/model_runner.py).
-- Its forward and compute_logits, walked (validation.route.walker) from that class down through ATOM into aiter,
+- Its forward and compute_logits, walked (validation.routing.walker) from that class down through ATOM into aiter,
   with the image's environment: ATOM's switches are ATOM's own `environment_variables` lambdas (atom/utils/envs.py)
   run on this process's environment, aiter's `os.getenv` reads likewise.
 - Model facts the walker cannot read from code, taken from config.json: the quantization (QuantType and dtype of
@@ -21,17 +21,17 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from validation.route import leaves as kinds
-from validation.route.source import Def, Sources
-from validation.route.values import UNKNOWN, Const, Values
-from validation.route.walker import Frame, Leaf, Walker
+from validation.routing import leaves as kinds
+from validation.routing.source import Def, Sources
+from validation.routing.values import UNKNOWN, Const, Values
+from validation.routing.walker import Frame, Leaf, Walker
 
 CK_FREE = "ckfree"
 BF16_LAYERS = ("lm_head", "gate")  # unquantized in every quantized checkpoint routed here (ATOM's attribute names)
 
 
 @dataclass(frozen=True, order=True)
-class Kernel:
+class OnRoute:
     kind: str
     name: str
     module: str
@@ -44,10 +44,10 @@ class Kernel:
 class LayerRoute:
     layer: str  # the attribute path from the model (model.layers.mlp.experts)
     op: str  # the ATOM layer class (FusedMoE)
-    kernels: list[Kernel] = field(default_factory=list)
+    kernels: list[OnRoute] = field(default_factory=list)
 
     @property
-    def missing(self) -> list[Kernel]:
+    def missing(self) -> list[OnRoute]:
         return [k for k in self.kernels if not k.present]
 
 
@@ -164,10 +164,10 @@ def make(model: str, cfg: dict, quant: str, ck_mode: str, roots: dict[str, Path]
         if src.method(cls, method) is not None:
             found |= walker.forward(cls, method)
     ck = kinds.ck_modules(roots["aiter"]) if ck_mode == CK_FREE else set()
-    layers: dict[tuple[str, str], set[Kernel]] = defaultdict(set)
+    layers: dict[tuple[str, str], set[OnRoute]] = defaultdict(set)
     for leaf in found:
         present = _present_leaf(leaf, ck, has_flydsl)
-        layers[(".".join(leaf.layer), leaf.op)].add(Kernel(leaf.kind, leaf.name, leaf.module, leaf.entry,
+        layers[(".".join(leaf.layer), leaf.op)].add(OnRoute(leaf.kind, leaf.name, leaf.module, leaf.entry,
                                                            leaf.site, present))
     switches = {k: str(env("atom.utils.envs", k) and next(iter(env("atom.utils.envs", k))).value)
                 for k in sorted(table) if k.startswith(("ATOM_USE_", "ATOM_FP8_", "ATOM_CK_"))}

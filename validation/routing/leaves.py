@@ -16,7 +16,7 @@ import json
 import os
 from pathlib import Path
 
-from validation.route.source import Def, Sources
+from validation.routing.source import Def, Sources
 
 # How ATOM and aiter register torch.ops: by a call, or by decorating the function (named for it).
 REGISTERS = (b"register_custom_op", b"custom_op", b"spliting_op", b"compile_guard")
@@ -83,7 +83,7 @@ def ck_modules(aiter_pkg: Path) -> set[str]:
 def custom_ops(src: Sources) -> dict:
     """torch.ops.<ns>.<name> -> the function registered under that name, from every walked module that registers
     custom ops (direct_register_custom_op(op_name=..., op_func=...))."""
-    from validation.route.values import Fn
+    from validation.routing.values import Fn
 
     out: dict = {}
     for top, root in src.roots.items():
