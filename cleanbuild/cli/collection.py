@@ -91,7 +91,8 @@ def tag(c: Context, request: Request, image: str, dry_run: bool = False) -> None
     existing.tag(image, request, dry_run=dry_run)
 
 
-@cli_task(common=(*BUILD[:7], "model", "allow_no_smoke", "user", *GPU, "registry", "src", "mirror"), matrix=True)
+@cli_task(common=(*BUILD[:7], "model", "allow_no_smoke", "allow_unservable", "user", *GPU, "registry", "src", "mirror"),
+          matrix=True)
 def build_clean(c: Context, request: Request, dry_run: bool = False) -> None:
     """The whole pipeline: preflight, prepare, wheels, clean, patch, validate, smoke, tag, report."""
     from cleanbuild.commands import build
@@ -99,7 +100,7 @@ def build_clean(c: Context, request: Request, dry_run: bool = False) -> None:
     build.build_clean(request, dry_run=dry_run)
 
 
-@cli_task(common=("arch", "profile", "set", "model", "allow_no_smoke", "user", *GPU, "registry"),
+@cli_task(common=("arch", "profile", "set", "model", "allow_no_smoke", "allow_unservable", "user", *GPU, "registry"),
           ref="the pushed candidate: REGISTRY/candidate:TAG or REPO@sha256:DIGEST",
           arch="this node's arch (default: detected); the image must be built for it",
           allow_no_smoke="promote even without a smoke test")

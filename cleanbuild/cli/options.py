@@ -226,6 +226,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("model", "model folder (config.json and weights) for the 10-token smoke test", check=_model,
            config=False),
     Option("allow_no_smoke", "tag the release even without a smoke test", False, (bool,), _switch, config=False),
+    Option("allow_unservable", "tag a CK-free release whose route needs a module it lacks (validation warns, the report "
+           "says so)", False, (bool,), _switch, config=False),
     Option("user", "user part of the release tag (default: login name)", check=_user),
     Option("gpu", "GPU indices for GPU steps, e.g. 0 or 0,1, or all (default: every GPU)", types=(str, int),
            check=_gpu, empty_is_given=True),

@@ -398,6 +398,8 @@ def _validate(profile: Profile, options: Build) -> RunSpec:
         env.setdefault("TRITON_INTERPRET", "1")
     if not profile.warm.enabled:
         env[WARM_OFF[0]] = WARM_OFF[1]  # first-use-compile: the build chose compiles at first use
+    if options.request.allow_unservable:
+        env[ALLOW_UNSERVABLE[0]] = ALLOW_UNSERVABLE[1]
     return validation_run(options, device, env)
 
 
@@ -443,6 +445,8 @@ def patch_build(image: str, tag: str, only: tuple[str, ...] = (), warm: tuple[tu
 # What the validate step tells first-use-compile when the profile turned the warm step off
 # (validation.checks.first_use_compile: a skip that says so, not a failure).
 WARM_OFF = ("ATOM_BUILD_WARM", "off")
+# --allow-unservable: validation's route check (validation.checks.servable) warns where it would fail.
+ALLOW_UNSERVABLE = ("ATOM_BUILD_ALLOW_UNSERVABLE", "1")
 
 
 def warm_of(spec: BuildSpec) -> tuple[tuple[str, str], ...]:

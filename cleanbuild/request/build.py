@@ -33,6 +33,7 @@ class Request:
     progress: str = "auto"
     model: Path | None = None
     allow_no_smoke: bool = False
+    allow_unservable: bool = False  # validation's route check warns instead of failing (ALLOW_UNSERVABLE below)
     user: str = "user"
     gpu: tuple[int, ...] | None = None  # the GPUs GPU steps get; None: every GPU
     user_id: str | None = None  # UID[:GID] GPU containers run as; None: the image's user

@@ -13,7 +13,7 @@ import pytest
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from tests.support.upstream import AITER_PIN  # noqa: E402 - the profiles' pin (tests/upstream/test_profiles.py)
+from tests.support.upstream import AITER_PIN, ATOM_PIN  # noqa: E402 - the profiles' pin (tests/upstream/test_profiles.py)
 from tests.support.wheels import pip_download  # noqa: E402
 from validation.checks.context import Context  # noqa: E402
 from validation.core.archs import get as get_arch  # noqa: E402 - after TRITON_INTERPRET on purpose
@@ -88,6 +88,17 @@ def checkout_aiter(dest: Path, commit: str, paths: tuple[str, ...] = ("/aiter/",
 def aiter_checkout(tmp_path_factory) -> Path:
     """A checkout of the real aiter at the pin, from the shared bare repository (only aiter/ checked out)."""
     return checkout_aiter(tmp_path_factory.mktemp("aiter-pin") / "aiter", AITER_PIN)
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory, aiter_pkg) -> Path:
+    """A folder as an image's site-packages holds them: the real atom/ and aiter/ at the pins (links to checkouts),
+    for what reads their code without importing it (validation.routing)."""
+    atom = checkout_aiter(tmp_path_factory.mktemp("atom-pin") / "atom", ATOM_PIN, ("/atom/",), repo="atom.git")
+    folder = tmp_path_factory.mktemp("site")
+    (folder / "atom").symlink_to(atom / "atom")
+    (folder / "aiter").symlink_to(aiter_pkg)
+    return folder
 
 
 @pytest.fixture(scope="session")

@@ -15,13 +15,14 @@ from validation.checks import (
     lds_budget,
     moe_triton,
     payload_arch,
+    servable,
     tuned_csv_coverage,
 )
 from validation.checks.context import Context
 from validation.checks.report import FAILED, CheckResult
 
 CHECKS = {m.NAME: m for m in (arch_consistency, gemm_hipblaslt, gemm_triton, moe_triton, gemm_ck, gemm_asm,
-                              lds_budget, tuned_csv_coverage, payload_arch, first_use_compile)}
+                              lds_budget, tuned_csv_coverage, payload_arch, first_use_compile, servable)}
 
 
 def run_check(name: str, ctx: Context) -> CheckResult:

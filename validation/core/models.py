@@ -32,6 +32,7 @@ PRESETS: dict[str, dict] = {
     },
 }
 
+BF16, FP8, FP8_BLOCK = "bf16", "fp8", "fp8-blockscale"
 M_BUCKETS = tuple(2**i for i in range(14))  # 1 .. 8192 tokens
 _JSON_KINDS = {list: "JSON array", str: "JSON string", int: "JSON number", float: "JSON number",
                bool: "JSON boolean", type(None): "JSON null"}
@@ -61,6 +62,14 @@ def load_config(spec: str) -> tuple[str, dict]:
         kind = _JSON_KINDS.get(type(cfg), type(cfg).__name__)
         raise ValueError(f"--model {path}: a Hugging Face config.json is a JSON object, this one is a {kind}")
     return cfg.get("_name_or_path") or path.parent.name or str(path), cfg
+
+
+def quantization(cfg: dict) -> str:
+    """The checkpoint's linear weights: bf16, fp8 (per-token/per-tensor scales) or fp8 with block scales."""
+    q = cfg.get("quantization_config") or {}
+    if str(q.get("quant_method", "")).lower() != "fp8":
+        return BF16
+    return FP8_BLOCK if q.get("weight_block_size") else FP8
 
 
 def _split(n: int, tp: int, what: str) -> int:

@@ -16,17 +16,25 @@ from __future__ import annotations
 
 import ast
 import importlib.machinery
+import importlib.util
 import os
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from validation.core import models
 from validation.routing import leaves as kinds
 from validation.routing.source import Def, Sources
 from validation.routing.values import UNKNOWN, Const, Values
 from validation.routing.walker import Frame, Leaf, Walker
 
 CK_FREE = "ckfree"
+HELP = {
+    # What each switch would move, read from ATOM at its pin (181b0f46); printed beside a refusal when it applies.
+    "module_moe_ck2stages": "no ATOM switch moves bf16 experts off aiter's CK 2-stage MoE at this pin",
+    "module_moe_asm": "no ATOM switch moves the router's topk_softmax off module_moe_asm at this pin",
+}
+
 BF16_LAYERS = ("lm_head", "gate")  # unquantized in every quantized checkpoint routed here (ATOM's attribute names)
 
 
@@ -72,6 +80,17 @@ class Route:
                           for lr in self.unservable for k in lr.missing})
         out["missing"] = [dict(zip(("layer", "op", "module", "entry"), m[1:], strict=True)) for m in missing]
         return out
+
+
+def for_image(model: str, ck_mode: str, environ: dict[str, str] | None = None) -> Route:
+    """The route of a model (preset or config.json) in this Python's ATOM and aiter. ValueError on bad input;
+    LookupError when this Python has no ATOM or aiter to read."""
+    roots = packages()
+    if set(roots) != {"atom", "aiter"}:
+        raise LookupError(f"this Python has no {' or '.join(sorted({'atom', 'aiter'} - set(roots)))} to read")
+    name, cfg = models.load_config(model)
+    return make(str(name), cfg, models.quantization(cfg), ck_mode, roots,
+                dict(os.environ if environ is None else environ), importlib.util.find_spec("flydsl") is not None)
 
 
 def packages() -> dict[str, Path]:
@@ -187,3 +206,21 @@ def present(kind: str, module: str, ck: set[str], has_flydsl: bool) -> bool:
     if kind in (kinds.JIT, kinds.ASM):
         return module not in ck
     return True
+
+
+def table(route: Route) -> str:
+    lines = [f"route of {route.model} ({route.arch_class}), {route.ck_mode}; {route.unresolved} calls not followed"]
+    for layer in route.layers:
+        kernels = ", ".join(sorted({f"{k.kind}:{k.module or k.name.rsplit('.', 1)[-1]}{'' if k.present else ' MISSING'}"
+                                    for k in layer.kernels}))
+        lines.append(f"  {layer.layer or '-'} [{layer.op or '-'}]: {kernels}")
+    return "\n".join(lines)
+
+
+def refusal(route: Route) -> str:
+    missing = route.to_json()["missing"]
+    first = missing[0]
+    hint = HELP.get(first["module"], "no ATOM switch or patch of this repo moves it")
+    return (f"route: a {route.ck_mode} image cannot serve {route.model}: {len(route.unservable)} layers need modules "
+            f"it lacks, first {first['layer']} ({first['op'] or 'ATOM'}) -> {first['entry'] or '?'} -> "
+            f"{first['module']} ({hint}); --allow-unservable reports it and exits 0")

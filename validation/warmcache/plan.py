@@ -31,8 +31,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from validation.core import models
+from validation.core.models import BF16, FP8, FP8_BLOCK, quantization  # noqa: F401 - plan.quantization, as before
 
-BF16, FP8, FP8_BLOCK = "bf16", "fp8", "fp8-blockscale"
 BF16_LAYERS = ("lm_head", "router")  # unquantized in every quantized checkpoint this plans for
 MOE_PREFILL = 256  # tokens of a prefill batch routed to the experts, beside the decode sizes
 
@@ -68,13 +68,6 @@ class Plan:
         out["calls"] = len(self.calls)
         out["entries"] = sorted({c.entry for c in self.calls})
         return out
-
-
-def quantization(cfg: dict) -> str:
-    q = cfg.get("quantization_config") or {}
-    if str(q.get("quant_method", "")).lower() != "fp8":
-        return BF16
-    return FP8_BLOCK if q.get("weight_block_size") else FP8
 
 
 def make(model: str, arch: str, ck_mode: str, tp: list[int], m_values: list[int], m_from: str,

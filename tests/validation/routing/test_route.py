@@ -15,27 +15,15 @@ import sys
 
 import pytest
 
-from tests.support.upstream import ATOM_PIN
-from tests.validation.conftest import REPO, checkout_aiter
+from tests.validation.conftest import REPO
 from validation.core import models
 from validation.routing import layers as route
 from validation.routing import leaves
-from validation.warmcache import plan as warmplan
-
-
-@pytest.fixture(scope="session")
-def site(tmp_path_factory, aiter_pkg):
-    """A folder as an image's site-packages holds them: atom/ and aiter/ at the pins (links to the checkouts)."""
-    atom = checkout_aiter(tmp_path_factory.mktemp("atom-pin") / "atom", ATOM_PIN, ("/atom/",), repo="atom.git")
-    folder = tmp_path_factory.mktemp("site")
-    (folder / "atom").symlink_to(atom / "atom")
-    (folder / "aiter").symlink_to(aiter_pkg)
-    return folder
 
 
 def make(site, model: str, ck_mode: str = "ckfree", env: dict | None = None, flydsl: bool = True) -> route.Route:
     _, cfg = models.load_config(model)
-    return route.make(model, cfg, warmplan.quantization(cfg), ck_mode, {"atom": site / "atom", "aiter": site / "aiter"},
+    return route.make(model, cfg, models.quantization(cfg), ck_mode, {"atom": site / "atom", "aiter": site / "aiter"},
                       env or {}, flydsl)
 
 
@@ -130,4 +118,4 @@ def test_bad_input_is_one_line_exit_2(site, tmp_path):
 def test_no_atom_to_read_is_exit_3(tmp_path):
     out = subprocess.run([sys.executable, "-m", "validation.route", "--model", "llama3-8b"], capture_output=True,  # noqa: S603
                          text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60)
-    assert out.returncode == 3 and "no atom" in out.stderr
+    assert out.returncode == 3 and "atom to read" in out.stderr
