@@ -54,6 +54,7 @@ def build(plan: Plan, rec: BuildRecord, *, failed: bool, error: str | None = Non
                    "start_s": round(u.began - rec.started, 2) if u.began is not None else None} for u in rec.units],
         "patches": rec.patches, "validation": rec.validation,
         "triton_cache": warmcache.section(*_warm(rec), rec.validation),
+        "route": route_section(rec.validation),
         "validation_status": validation_status(rec.validation),
         "smoke": rec.smoke, "gpu": list(rec.gpu) if rec.gpu else None,
         "steps": [{"name": s.name, "status": s.status, "seconds": round(s.seconds, 2), "detail": s.detail}
@@ -61,6 +62,25 @@ def build(plan: Plan, rec: BuildRecord, *, failed: bool, error: str | None = Non
         "total_seconds": round(rec.finished - rec.started, 1) if rec.finished is not None else None,
         "labels": dict(seen.labels) if seen else {},
     }
+
+
+def route_section(validation: dict[str, Any] | None) -> dict[str, Any] | None:
+    """validation's route check as the report shows it: per model, each layer's ATOM op and the kernels it reaches
+    (kind:module or kernel), the ones the image lacks marked."""
+    check = next((c for c in (validation or {}).get("checks", []) if c.get("name") == "route"), None)
+    if check is None:
+        return None
+    metrics = check.get("metrics") or {}
+    models = [{"model": r["model"], "servable": r["servable"], "unresolved": r["unresolved"],
+               "layers": [{"layer": lr["layer"] or "-", "op": lr["op"] or "-",
+                           "kernels": sorted({_kernel(k) for k in lr["kernels"]})} for lr in r["layers"]]}
+              for r in metrics.get("route") or []]
+    return {"status": check.get("status"), "reason": check.get("reason"),
+            "allowed_unservable": bool(metrics.get("allowed_unservable")), "models": models}
+
+
+def _kernel(k: dict[str, Any]) -> str:
+    return f"{k['kind']}:{k['module'] or k['name'].rsplit('.', 1)[-1]}" + ("" if k["present"] else " MISSING")
 
 
 def _warm(rec: BuildRecord) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
@@ -284,11 +304,22 @@ def markdown(data: dict[str, Any]) -> str:
     lines += checks
     lines += payload.markdown(data.get("payload"))
     lines += warmcache.markdown(data.get("triton_cache"))
+    lines += _route(data.get("route"))
     lines += _smoke(data.get("smoke") or {})
     lines += ["", "## GPU", ""] + [f"- {g}" for g in data.get("gpu") or ["none (CPU steps)"]]
     lines += ["", "## Largest layers", ""] + [f"- {layer['size'] / 2**20:.1f} MiB: {layer['created_by']}"
                                               for layer in data.get("largest_layers", [])]
     return "\n".join(lines) + "\n"
+
+
+def _route(route: dict[str, Any] | None) -> list[str]:
+    if not route:
+        return []
+    out = ["", "## Route (what a server runs)", "", f"- {route['status']}: {route['reason']}"]
+    for m in route["models"]:
+        out += _table(f"Route of {m['model']}", ("layer", "ATOM op", "kernels"),
+                      [(lr["layer"], lr["op"], ", ".join(lr["kernels"])) for lr in m["layers"]])
+    return out
 
 
 def _src(checkouts: list[dict[str, Any]]) -> list[str]:

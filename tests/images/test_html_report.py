@@ -44,6 +44,21 @@ def reports(tmp_path, monkeypatch):
     return tmp_path / "reports"
 
 
+def _on_route(kind: str, name: str, module: str, present: bool) -> dict:
+    return {"kind": kind, "name": name, "module": module, "entry": "aiter.fused_moe.fused_moe",
+            "site": "atom.model_ops.moe.UnquantizedFusedMoEMethod.apply", "present": present}
+
+
+# validation's route check as validation.checks.servable writes it (a model's route: validation.routing.layers).
+ROUTE = CheckResult.from_cases("route", [Case.warning("qwen3-30b-a3b", "atom", "route: cannot serve (allowed)")], {
+    "allowed_unservable": True, "route": [{
+        "model": "qwen3-30b-a3b", "arch_class": "atom.models.qwen3_moe.Qwen3MoeForCausalLM", "ck_mode": "ckfree",
+        "switches": {}, "unresolved": 3, "servable": False, "missing": [], "layers": [
+            {"layer": "model.layers.mlp.experts", "op": "FusedMoE", "kernels": [
+                _on_route("jit", "aiter.ops.moe_op.ck_moe_stage1_fwd", "module_moe_ck2stages", False),
+                _on_route("triton", "aiter.ops.triton.x._topk", "", True)]}]}]})
+
+
 def validation(label: str = "gemm") -> dict:
     cases = [Case("qkv_proj M=1", "passed", 0.999998, 0.0039, 0.0, False, "aiter-dispatch:triton"),
              Case("o_proj M=33", "passed", 0.999991, 0.0078, 0.0, False, "aiter-dispatch:hipblaslt")]
@@ -51,7 +66,7 @@ def validation(label: str = "gemm") -> dict:
                                       {"model": "llama3-8b", "warn_below": 0.5,
                                        "tp1": {"shapes": 70, "covered": 23, "coverage": 0.3286, "status": "warning"},
                                        "tp8": {"shapes": 70, "covered": 0, "coverage": 0.0, "status": "warning"}})
-    checks = [CheckResult.from_cases(label, cases), coverage]
+    checks = [CheckResult.from_cases(label, cases), coverage, ROUTE]
     out = ValidationReport("gfx950", "cpu", "cpu (TRITON_INTERPRET=1)", "2.13.0", "3.6.0", "0.1.20", "79366eb8",
                            "/opt/venv/aiter", 12.5, 0, checks)
     return json.loads(out.to_json())
@@ -253,3 +268,15 @@ def test_units_built_at_once_start_together_on_the_timeline_and_a_report_without
     assert xs({"steps": [step], "total_seconds": 50.0, "units": units(0.0)}) == [0.0] * 3
     laid = xs({"steps": [step], "total_seconds": 50.0, "units": units(None)})
     assert laid[0] == 0.0 and laid[1] == laid[2] / 2 > 0
+
+
+def test_the_route_shows_each_layers_kernels_and_marks_what_the_image_lacks(page):
+    folder, html = page
+    text = html.all_text()
+    assert "model.layers.mlp.experts FusedMoE jit:module_moe_ck2stages MISSING" in text  # bold: what it lacks
+    assert "<strong>jit:module_moe_ck2stages MISSING</strong>, triton:_topk" in (folder / "report.html").read_text()
+    assert "qwen3-30b-a3b (needs a module the image lacks; tagged with --allow-unservable)" in text
+    md = (folder / "report.md").read_text()
+    assert "## Route of qwen3-30b-a3b" in md
+    assert "| model.layers.mlp.experts | FusedMoE | jit:module_moe_ck2stages MISSING, triton:_topk |" in md
+
