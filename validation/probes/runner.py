@@ -17,6 +17,7 @@ from validation.probes import (
     leftovers,
     prebuilt,
     pyenv,
+    serving,
     versions,
 )
 from validation.probes.image import PRESENT, UNKNOWN, Finding, Image
@@ -29,6 +30,7 @@ PROBES = (
     code.asm_gemm_gfx950,
     code.jit_core,
     prebuilt.ck_free,
+    serving.route,
     prebuilt.prebuilt_kernels,
     gpu_payload.payload,
     first_use.first_use_compile,

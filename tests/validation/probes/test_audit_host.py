@@ -138,13 +138,14 @@ def test_report_md_has_build_cleans_layout(result, tmp_path):
     md = (tmp_path / "rep" / "report.md").read_text().splitlines()
     assert md[0] == "# Audit report: team/atom:old"
     assert md[2] == f"- image: sha256:{'ab' * 32}, size 3.00 GiB"
-    assert "- result: 3 PRESENT, 0 warning, 2 unknown, 13 ok (exit 1)" in md  # first-use-compile: not the image's Python
+    # unknown: first-use-compile (not the image's Python) and route (no model, no manifest)
+    assert "- result: 3 PRESENT, 0 warning, 3 unknown, 13 ok (exit 1)" in md
     table = md[md.index("## Findings") + 2:]
     assert table[:2] == ["| pitfall | status | evidence | fix |", "| --- | --- | --- | --- |"]
     assert table[2].startswith("| gpu-archs | ok | ")
     assert "## Versions" in md and "## Largest layers" in md
     data = json.loads((tmp_path / "rep" / "report.json").read_text())
-    assert (data["exit_code"], data["counts"], written.report_dir) == (1, {"PRESENT": 3, "warning": 0, "unknown": 2, "ok": 13},
+    assert (data["exit_code"], data["counts"], written.report_dir) == (1, {"PRESENT": 3, "warning": 0, "unknown": 3, "ok": 13},
                                                                        tmp_path / "rep")
 
 
