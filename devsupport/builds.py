@@ -47,10 +47,11 @@ VARIANTS = (Variant("gfx950", True), Variant("gfx942", False))
 
 
 def offline_plan(variant: Variant, run_id: str = SESSION_RUN, *, model: Path | None = None, user: str = "user",
-                 overrides: dict[str, object] | None = None, cache_dir: Path | None = None) -> Plan:
+                 overrides: dict[str, object] | None = None, cache_dir: Path | None = None,
+                 allow_unservable: bool = False) -> Plan:
     profile = mirrored(profiles.load("offline", overrides))
     request = Request(profile=profile, ck_free=variant.ck_free, progress="plain", ca_bundle=ca_bundle("auto"),
-                      model=model, user=user)
+                      model=model, user=user, allow_unservable=allow_unservable)
     request = replace(request, cache_dir=cache_dir) if cache_dir else request
     options = Build(request, Arch.parse(variant.arch), run_id=f"{run_id}-{variant.name}")
     return make_plan(profile, options)

@@ -36,12 +36,17 @@ def test_the_clean_image_before_the_patch_layer_has_the_pitfalls(docker_engine, 
     assert report["image"] == built.clean and (tmp_path / "report.md").read_text().startswith("# Audit report")
 
 
-def test_the_patched_candidate_passes_the_audit(docker_engine, offline_builds):
+def test_the_patched_candidate_has_only_the_route_it_cannot_serve(docker_engine, offline_builds):
+    """Every pitfall the patches exist for is ok; what is left is true at the pins: a CK-free image cannot serve
+    Qwen3-30B-A3B (the model its cache was warmed for), whose experts reach aiter's CK 2-stage MoE."""
     built = offline_builds["gfx950-ckfree"]
     result = audit_image.audit(built.candidate, arch=Arch.GFX950, model=None, tp=(1,), report_dir=None, device=False,
                          client=docker_engine)
-    assert [f["id"] for f in result.present] == []
-    assert result.exit_code == 0
+    assert [f["id"] for f in result.present] == ["route"]
+    evidence = result.present[0]["evidence"]
+    assert "cannot serve qwen3-30b-a3b" in evidence[0]
+    assert any("model.layers.mlp.experts [FusedMoE] lacks" in e and "module_moe_ck2stages" in e for e in evidence)
+    assert result.exit_code == 1
     assert statuses(result)["tuned-gemm-default"] == "ok"
 
 

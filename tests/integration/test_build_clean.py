@@ -55,7 +55,10 @@ def model(tmp_path_factory) -> Path:
     return make_tiny_model(tmp_path_factory.mktemp("model") / "tiny:llama")
 
 
-@pytest.mark.parametrize("arch,flags,repo", [("gfx950", ("--ck-free",), "atom-gfx950-ckfree"), ("gfx942", (), "atom-gfx942")])
+# CK-free at the pins, no preset's route is served by what the image has (validation's route check): the release
+# needs --allow-unservable, and the route check warns (test_an_unservable_ck_free_build_stops_before_the_tag).
+@pytest.mark.parametrize("arch,flags,repo", [("gfx950", ("--ck-free", "--allow-unservable"), "atom-gfx950-ckfree"),
+                                             ("gfx942", (), "atom-gfx942")])
 def test_build_clean_tags_and_reports(docker_engine, offline_builds, model, arch, flags, repo):
     result = build_clean("--arch", arch, *flags, "--model", str(model), user="ci-pass")
     assert result.returncode == 0, result.stderr[-4000:]
@@ -79,7 +82,11 @@ def test_build_clean_tags_and_reports(docker_engine, offline_builds, model, arch
     statuses = {c["name"]: c["status"] for c in validation["checks"]}
     # The pin's tuned CSV covers few of the model's shapes (0-23 of 70): a warning, which never stops the build.
     assert statuses.pop("tuned-csv-coverage") == "warning"
+    assert statuses.pop("route") == ("warning" if "--ck-free" in flags else "passed")
     assert set(statuses.values()) <= {"passed", "skipped"}, statuses
+    route = report["route"]
+    assert [m["model"] for m in route["models"]] == ["qwen3-30b-a3b", "warm-model"]  # --model's config
+    assert route["allowed_unservable"] is ("--ck-free" in flags)
     smoke = report["smoke"]["result"]
     assert report["smoke"]["status"] == "passed" and smoke["new_tokens"] == 10 and smoke["mode"] == "cpu"
     assert smoke["not_proved"] and "ATOM's engine generating" in smoke["not_proved"][0]
@@ -103,7 +110,7 @@ def test_build_clean_tags_and_reports(docker_engine, offline_builds, model, arch
 
 def test_validation_failure_leaves_no_release_tag(docker_engine, offline_builds, model):
     # An image whose environment lists two archs: aiter would take the last one. Validation must stop it.
-    result = build_clean("--arch", "gfx950", "--ck-free", "--model", str(model),
+    result = build_clean("--arch", "gfx950", "--ck-free", "--allow-unservable", "--model", str(model),
                          "--set", "validation.env.GPU_ARCHS=gfx942;gfx950", user="ci-badarch")
     assert result.returncode == 1, result.stderr[-3000:]
     last = [line for line in result.stderr.splitlines() if line.strip()][-1]
@@ -118,10 +125,28 @@ def test_validation_failure_leaves_no_release_tag(docker_engine, offline_builds,
     assert our_containers(docker_engine) == [] and "Traceback" not in result.stderr
 
 
+def test_an_unservable_ck_free_build_stops_before_the_tag(docker_engine, offline_builds, model):
+    """CK-free at the pins, Qwen3-30B-A3B (the offline profile's warm model) reaches CK modules the build left out
+    (its experts aiter's CK 2-stage MoE, SiluAndMul module_activation): validation's route check fails, naming the
+    layer, the op and the module, and nothing is tagged."""
+    result = build_clean("--arch", "gfx950", "--ck-free", "--model", str(model), user="ci-unservable")
+    assert result.returncode == 1, result.stderr[-3000:]
+    last = [line for line in result.stderr.splitlines() if line.strip()][-1]
+    assert last.startswith("error: validation failed inside the image: route (failed:") and "module_" in last
+    assert "cannot serve qwen3-30b-a3b" in last and "--allow-unservable" in last
+    assert tags(docker_engine, f"atom-build/atom-gfx950-ckfree:ci-unservable-{RUN}_") == []
+    folder = re.search(r"report (\S+-failed)", result.stderr).group(1)
+    data = json.loads((Path(folder) / "report.json").read_text())
+    experts = [lr for m in data["route"]["models"] if m["model"] == "qwen3-30b-a3b" for lr in m["layers"]
+               if lr["layer"] == "model.layers.mlp.experts"]
+    assert experts and "jit:module_moe_ck2stages MISSING" in experts[0]["kernels"]
+    assert our_containers(docker_engine) == []
+
+
 def test_failing_smoke_leaves_no_release_tag(docker_engine, offline_builds, model):
     # ATOM's own engine on the CPU stand-in: it imports aiter, which needs ROCm, so generation fails for real.
-    result = build_clean("--arch", "gfx950", "--ck-free", "--model", str(model), "--set", "smoke.mode=atom",
-                         user="ci-badsmoke")
+    result = build_clean("--arch", "gfx950", "--ck-free", "--allow-unservable", "--model", str(model), "--set",
+                         "smoke.mode=atom", user="ci-badsmoke")
     assert result.returncode == 1, result.stderr[-3000:]
     assert "error: the smoke test failed (exit 1)" in result.stderr
     assert tags(docker_engine, f"atom-build/atom-gfx950-ckfree:ci-badsmoke-{RUN}") == []
@@ -129,11 +154,11 @@ def test_failing_smoke_leaves_no_release_tag(docker_engine, offline_builds, mode
 
 
 def test_no_model_means_no_release_tag_unless_allowed(docker_engine, offline_builds):
-    result = build_clean("--arch", "gfx950", "--ck-free", user="ci-nosmoke")
+    result = build_clean("--arch", "gfx950", "--ck-free", "--allow-unservable", user="ci-nosmoke")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "no --model given" in result.stderr
     assert tags(docker_engine, f"atom-build/atom-gfx950-ckfree:ci-nosmoke-{RUN}") == []
-    allowed = build_clean("--arch", "gfx950", "--ck-free", "--allow-no-smoke", user="ci-nosmoke")
+    allowed = build_clean("--arch", "gfx950", "--ck-free", "--allow-unservable", "--allow-no-smoke", user="ci-nosmoke")
     assert allowed.returncode == 0, allowed.stderr[-3000:]
     assert len(tags(docker_engine, f"atom-build/atom-gfx950-ckfree:ci-nosmoke-{RUN}")) == 1
 
@@ -196,7 +221,7 @@ def test_ctrl_c_removes_containers_and_leaves_no_release_tag(docker_engine, offl
 def test_ctrl_c_after_the_tag_step_removes_the_release_tag(docker_engine, offline_builds, model, monkeypatch):
     """Defect 1: a Ctrl-C between tagging and the report left the release tag while saying 'no release tag'."""
     plan = offline_plan(offline_builds["gfx950-ckfree"].variant, run_id=f"ci-late-{RUN}", model=model,
-                        user=f"ci-late-{RUN}")
+                        user=f"ci-late-{RUN}", allow_unservable=True)
 
     def interrupted_report(ctx, rec):
         raise KeyboardInterrupt
@@ -216,7 +241,7 @@ def test_two_builds_at_once_do_not_collide(docker_engine, offline_builds, model)
                               *extra, "--model", str(model), "--user", f"ci-twin-{RUN}", "--progress", "plain"],
                              cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              env={**os.environ, "CI": "true"})
-            for arch, extra in (("gfx942", ()), ("gfx950", ("--ck-free",)))]
+            for arch, extra in (("gfx942", ()), ("gfx950", ("--ck-free", "--allow-unservable")))]
     for proc in runs:
         _, err = proc.communicate(timeout=1800)
         assert proc.returncode == 0, err[-3000:]
@@ -260,7 +285,8 @@ def test_matrix_rebuilds_only_what_is_missing(docker_engine, offline_builds, mod
     # Every image of the two keys, by every name (images are found by key, whatever the name: a registry run adds
     # names, and a run before this one on the same engine may have left another image of the key).
     forget(docker_engine, [plan.unit("wheels") for plan in plans])
-    result = build_clean("--arch", "gfx942,gfx950", "--ck-free", "--model", str(model), user="ci-matrix")
+    result = build_clean("--arch", "gfx942,gfx950", "--ck-free", "--allow-unservable", "--model", str(model),
+                         user="ci-matrix")
     assert result.returncode == 0, result.stderr[-3000:]
     wheels_lines = [ln for ln in result.stderr.splitlines() if re.match(r"(\[[\w-]+\] )?✓ wheels \(", ln)]
     # The matrix's own pass builds (both variants at once, each in its own thread, its lines labelled);

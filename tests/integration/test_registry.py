@@ -81,7 +81,7 @@ def _step_lines(proc) -> str:
 
 def test_two_machines_build_once_and_promote_by_digest(docker_engine, offline_builds, registry, model):
     prefix = f"{registry}/itest-{RUN}"
-    first = invoke("build-clean", "--profile", "offline", "--arch", "gfx950", "--ck-free", "--registry", prefix,
+    first = invoke("build-clean", "--profile", "offline", "--arch", "gfx950", "--ck-free", "--allow-unservable", "--registry", prefix,
                    "--progress", "plain", "--user", f"ci-reg-{RUN}")
     assert first.returncode == 0, first.stderr[-3000:]
     # Every image is already here under the session's names: found by key, not rebuilt, and pushed because the
@@ -98,7 +98,7 @@ def test_two_machines_build_once_and_promote_by_digest(docker_engine, offline_bu
         # the second machine lacks every image a gfx950 CK-free build reads; the gfx942 variant's own images stay,
         # so the tests after this one still find the session's builds
         forget_machine(docker_engine, prefix, [offline_builds["gfx950-ckfree"].plan])
-        second = invoke("build-clean", "--profile", "offline", "--arch", "gfx950", "--ck-free", "--registry", prefix,
+        second = invoke("build-clean", "--profile", "offline", "--arch", "gfx950", "--ck-free", "--allow-unservable", "--registry", prefix,
                         "--progress", "plain", "--user", f"ci-reg-{RUN}")
     finally:
         restore(docker_engine, session)
@@ -111,7 +111,7 @@ def test_two_machines_build_once_and_promote_by_digest(docker_engine, offline_bu
     repo, tag = plan.patch.image.removeprefix(registry + "/").rsplit(":", 1)
     digest = registry_digest(registry, repo, tag)
     promoted = invoke("promote", f"{registry}/{repo}@{digest}", "--arch", "gfx950", "--profile", "offline",
-                      "--model", str(model), "--registry", prefix, "--user", f"ci-reg-{RUN}")
+                      "--allow-unservable", "--model", str(model), "--registry", prefix, "--user", f"ci-reg-{RUN}")
     assert promoted.returncode == 0, promoted.stderr[-3000:]
     released = [t for t in registry_tags(registry, f"itest-{RUN}/atom-gfx950-ckfree") if t.startswith(f"ci-reg-{RUN}_")]
     assert len(released) == 2 and released[1] == released[0] + ".report", released
@@ -179,7 +179,7 @@ def test_a_registry_that_goes_away_mid_push_leaves_no_release(docker_engine, off
 
         monkeypatch.setattr(engine, "push", push_after_the_registry_died)
         with pytest.raises(StepFailed) as info:
-            existing.promote(f"{prefix}/candidate@{digest}", resolve({"arch": "gfx950", "profile": "offline", "model": str(model),
+            existing.promote(f"{prefix}/candidate@{digest}", resolve({"arch": "gfx950", "profile": "offline", "model": str(model), "allow_unservable": True,
                                                                       "registry": prefix, "user": f"ci-gone-{RUN}"}, {}))
         assert str(info.value).startswith(f"push of {prefix}/atom-gfx950-ckfree:ci-gone-{RUN}_")
         assert "\n" not in str(info.value)

@@ -50,7 +50,7 @@ def checkout(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def dev_build(docker_engine, checkout):
-    base = offline_plan(VARIANTS[0], run_id=f"{USER}-dev", user=USER)
+    base = offline_plan(VARIANTS[0], run_id=f"{USER}-dev", user=USER, allow_unservable=True)
     found = resolve("aiter", checkout, AITER_PIN)
     plan = make_plan(base.profile, replace(base.options, src=(found,)))
     # The dev layer is what this module tests: built here, over the clean image named now. An earlier run on this

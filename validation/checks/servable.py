@@ -32,6 +32,9 @@ def run(ctx: Context) -> CheckResult:
             route = layers.for_image(model, ctx.ck_mode)
         except LookupError as e:
             return CheckResult.from_cases(NAME, [Case.skipped("route", "atom", f"{e} (a route is read in an image)")])
+        except ValueError as e:  # a model ATOM has no class for, a config without architectures
+            cases.append(Case.verdict(model, False, "atom", f"route: {e}"))
+            continue
         routes.append(route.to_json())
         if not route.unservable:
             cases.append(Case.verdict(route.model, True, "atom", f"{len(route.layers)} layers, every kernel present"))
