@@ -293,8 +293,7 @@ class Walker:
         elif isinstance(s, ast.If):
             self.branch(s.test, s.body, s.orelse, frame)
         elif isinstance(s, ast.For | ast.AsyncFor):
-            items = self.expr(s.iter, frame)
-            self.bind(s.target, items, frame, s.iter)
+            self._loop_target(s.target, s.iter, frame)
             self.block(s.body, frame)
             self.block(s.orelse, frame)
         elif isinstance(s, ast.While):
@@ -319,6 +318,17 @@ class Walker:
             self.expr(s.subject, frame)
             for case in s.match_cases:
                 self.block(case.body, frame)
+
+    def _loop_target(self, target: ast.expr, it: ast.expr, frame: Frame) -> None:
+        """for x in X; for i, x in enumerate(X); for a, b in zip(A, B): each name gets what its iterable holds."""
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and isinstance(target, ast.Tuple):
+            sources = it.args[:1] if it.func.id == "enumerate" else it.args if it.func.id == "zip" else None
+            if sources is not None:
+                names = target.elts[1:] if it.func.id == "enumerate" else target.elts
+                for name, source in zip(names, sources, strict=False):
+                    self.bind(name, self.expr(source, frame), frame, source)
+                return
+        self.bind(target, self.expr(it, frame), frame, it)
 
     def branch(self, test: ast.expr, body: list[ast.stmt], orelse: list[ast.stmt], frame: Frame) -> None:
         known = truth(self.expr(test, frame))
@@ -379,7 +389,7 @@ class Walker:
         elif (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and frame.inst is not None
               and target.value.id == _self_name(frame)):
             store = self._attrs.setdefault((frame.inst, id(self.facts)), {})
-            store[target.attr] = store.get(target.attr, UNKNOWN) | value | self._constructed(frame.module, source)
+            store[target.attr] = store.get(target.attr, UNKNOWN) | value | self._constructed_here(frame, source)
 
     # ---- expressions -------------------------------------------------------------------------------------------
 
@@ -566,6 +576,16 @@ class Walker:
                             table.setdefault(attr, []).append(node.value)
             self._assigned[cls.name] = table
         return self._assigned[cls.name]
+
+    def _constructed_here(self, frame: Frame, e: ast.expr | None) -> set:
+        """Walked classes constructed inside e, their names read in the running frame (a class a parameter names,
+        `layer_type(...)` with layer_type=LlamaDecoderLayer by default, handed to make_layers in a lambda)."""
+        out = set(self._constructed(frame.module, e))
+        for node in ast.walk(e) if e is not None else ():
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in frame.names:
+                out |= {Inst(v.d) for v in frame.names[node.func.id]
+                        if isinstance(v, Fn) and isinstance(v.d.node, ast.ClassDef)}
+        return out
 
     def _constructed(self, module: str, e: ast.expr | None) -> set:
         """Walked classes constructed anywhere inside e (a lambda handed to make_layers, a list comprehension)."""
