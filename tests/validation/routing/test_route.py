@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -74,6 +75,39 @@ def test_blockscale_linears_follow_atoms_preshuffle_switch(site, deepseek):
         "aiter.ops.triton.gemm.basic.gemm_a8w8_blockscale.gemm_a8w8_blockscale"}
     assert triton.switches["ATOM_FP8_BLOCKSCALE_WEIGHT_PRESHUFFLE"] == "False"
     assert all(k.kind == leaves.TRITON and k.present for k in switched.kernels)
+
+
+def ck_free_env() -> dict[str, str]:
+    """The CK-free image's environment as docker/Dockerfile.clean sets it (its ck-0 stage's ENV)."""
+    stage = (REPO / "docker" / "Dockerfile.clean").read_text().split("FROM runtime AS ck-0\n", 1)[1]
+    line = next(ln for ln in stage.splitlines() if ln.startswith("ENV "))
+    return dict(pair.split("=", 1) for pair in line.removeprefix("ENV ").split())
+
+
+@pytest.fixture(scope="session")
+def patched(site, tmp_path_factory):
+    """atom/ and aiter/ as a CK-free image holds them: copies of the pins after `python -m patches apply`."""
+    folder = tmp_path_factory.mktemp("patched-site")
+    for name in ("atom", "aiter"):
+        shutil.copytree(site / name, folder / name, symlinks=False, ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-m", "patches", "apply", "--root", str(folder)], cwd=REPO, check=True,  # noqa: S603
+                   capture_output=True, timeout=300)
+    return folder
+
+
+def test_the_ck_free_image_sends_deepseeks_block_scale_linears_to_triton(patched):
+    """The CK-free image's own environment on the patched ATOM: every block-scale linear reaches aiter's Triton
+    gemm_a8w8_blockscale, a kernel the image has (ATOM's default preshuffle switch reaches CK modules instead)."""
+    env = ck_free_env()
+    assert env["ATOM_FP8_BLOCKSCALE_WEIGHT_PRESHUFFLE"] == "0" and env["ATOM_CK_FREE"] == "1"
+    r = make(patched, "deepseek-v3", env=env)
+    for path in ("model.layers.mlp.down_proj", "model.layers.self_attn.fused_qkv_a_proj"):
+        linear = [lr for lr in r.layers if lr.layer == path][0]
+        assert {k.entry for k in linear.kernels} == {
+            "aiter.ops.triton.gemm.basic.gemm_a8w8_blockscale.gemm_a8w8_blockscale"}, linear.kernels
+        assert all(k.kind == leaves.TRITON and k.present for k in linear.kernels)
+    default = make(patched, "deepseek-v3", env={**env, "ATOM_FP8_BLOCKSCALE_WEIGHT_PRESHUFFLE": "1"})
+    assert len(default.unservable) > len(r.unservable)
 
 
 def test_lm_head_stays_bf16_in_an_fp8_checkpoint(deepseek):
