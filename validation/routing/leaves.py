@@ -82,7 +82,18 @@ def ck_modules(aiter_pkg: Path) -> set[str]:
 
 def custom_ops(src: Sources) -> dict:
     """torch.ops.<ns>.<name> -> the function registered under that name, from every walked module that registers
-    custom ops (direct_register_custom_op(op_name=..., op_func=...))."""
+    custom ops (direct_register_custom_op(op_name=..., op_func=...), or a decorator named for it). Read once per set
+    of package folders in a process (a scan of every file of both packages)."""
+    key = tuple(sorted((name, str(root)) for name, root in src.roots.items()))
+    if key not in _CUSTOM_OPS:
+        _CUSTOM_OPS[key] = _scan_custom_ops(src)
+    return _CUSTOM_OPS[key]
+
+
+_CUSTOM_OPS: dict[tuple, dict] = {}
+
+
+def _scan_custom_ops(src: Sources) -> dict:
     from validation.routing.values import Fn
 
     out: dict = {}
