@@ -16,7 +16,7 @@ import json
 import os
 from pathlib import Path
 
-from validation.routing.source import Def, Sources
+from validation.routing.source import Def, Sources, parsed
 
 # How ATOM and aiter register torch.ops: by a call, or by decorating the function (named for it).
 REGISTERS = (b"register_custom_op", b"custom_op", b"spliting_op", b"compile_guard")
@@ -107,9 +107,8 @@ def _scan_custom_ops(src: Sources) -> dict:
             if parts[-1] == "__init__":
                 parts = parts[:-1]
             module = ".".join(parts)
-            try:
-                tree = ast.parse(data)
-            except SyntaxError:
+            tree = parsed(path)
+            if tree is None:
                 continue
             for node in ast.walk(tree):
                 if isinstance(node, ast.FunctionDef) and any(

@@ -69,11 +69,8 @@ class Sources:
         base = root.joinpath(*rest)
         for path, package in ((base / "__init__.py", True), (base.with_suffix(".py"), False)):
             if path.is_file():
-                try:
-                    tree = ast.parse(path.read_bytes(), filename=str(path))
-                except (SyntaxError, ValueError):
-                    return None
-                return _index(name, path, tree, package)
+                tree = parsed(path)
+                return _index(name, path, tree, package) if tree is not None else None
         return None
 
     def lookup(self, module: str, name: str, seen: frozenset = frozenset()) -> Def | str | Expr | None:
@@ -133,6 +130,22 @@ class Sources:
                 sub = f"{owner}.{expr.attr}"
                 return sub if self.module(sub) is not None else self.lookup(owner, expr.attr)
         return None
+
+
+_PARSED: dict[tuple[str, int, int], ast.Module | None] = {}
+
+
+def parsed(path: Path) -> ast.Module | None:
+    """The file's AST, parsed once per process while the file is unchanged (a walk parses ~160 files: most of its
+    time); None for a file Python cannot parse."""
+    stat = path.stat()
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    if key not in _PARSED:
+        try:
+            _PARSED[key] = ast.parse(path.read_bytes(), filename=str(path))
+        except (SyntaxError, ValueError):
+            _PARSED[key] = None
+    return _PARSED[key]
 
 
 def _index(name: str, path: Path, tree: ast.Module, package: bool) -> Module:

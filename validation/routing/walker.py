@@ -138,7 +138,8 @@ class Walker:
 
     def _looks_up_layer(self, d: Def) -> bool:
         if d.name not in self._lookups:
-            self._lookups[d.name] = FORWARD_CONTEXT in ast.unparse(d.node)
+            self._lookups[d.name] = any(isinstance(n, ast.Attribute) and n.attr == FORWARD_CONTEXT
+                                        for n in ast.walk(d.node))
         return self._lookups[d.name]
 
     def _bind(self, d: Def, args: list[Values], kwargs: dict[str, Values], inst: Inst | None) -> dict[str, Values]:

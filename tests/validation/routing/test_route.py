@@ -17,6 +17,7 @@ import sys
 import pytest
 
 from tests.validation.conftest import REPO
+from validation import route as cli
 from validation.core import models
 from validation.routing import layers as route
 from validation.routing import leaves
@@ -122,34 +123,46 @@ def test_the_ck_modules_are_aiters_own_list(site):
     assert "module_hipbsolgemm" not in ck
 
 
-def run(site, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "validation.route", *args], capture_output=True, text=True,  # noqa: S603
-                          cwd=REPO, env={**os.environ, **(env or {}), "PYTHONPATH": f"{site}{os.pathsep}{REPO}"},
-                          timeout=300)
+@pytest.fixture
+def on_path(site, monkeypatch):
+    """The site's atom/ and aiter/ found on sys.path, as the image's Python finds them (never imported)."""
+    monkeypatch.syspath_prepend(str(site))
+    for var in ("ATOM_FP8_BLOCKSCALE_WEIGHT_PRESHUFFLE", "ATOM_USE_TRITON_GEMM", "ATOM_CK_FREE"):
+        monkeypatch.delenv(var, raising=False)
+    return site
 
 
-def test_a_ck_free_route_that_needs_a_missing_module_is_refused_naming_it(site, tmp_path):
-    out = run(site, "--model", "llama3-8b", "--ck-mode", "ckfree", "--json-file", str(tmp_path / "r.json"))
-    assert out.returncode == 1, out.stderr
-    message = out.stderr.strip().splitlines()[-1]
+def test_a_ck_free_route_that_needs_a_missing_module_is_refused_naming_it(on_path, tmp_path, capsys):
+    assert cli.main(["--model", "llama3-8b", "--ck-mode", "ckfree", "--json-file", str(tmp_path / "r.json")]) == 1
+    out, err = capsys.readouterr()
+    message = err.strip().splitlines()[-1]
     assert "cannot serve llama3-8b" in message and "module_" in message and "--allow-unservable" in message
     report = json.loads((tmp_path / "r.json").read_text())
     assert not report["servable"] and report["missing"][0]["module"] in message
-    allowed = run(site, "--model", "llama3-8b", "--ck-mode", "ckfree", "--allow-unservable", "--json-file",
-                  str(tmp_path / "a.json"))
-    assert allowed.returncode == 0, allowed.stderr
+    layers = {lr["layer"] for lr in report["layers"]}  # the decoder layers, reached through make_layers' lambda
+    assert {"model.layers.mlp.act_fn", "model.layers.self_attn.qkv_proj", "model.layers.input_layernorm"} <= layers
+    assert "model.layers.mlp.act_fn [SiluAndMul]: jit:module_activation MISSING" in out
+    assert cli.main(["--model", "llama3-8b", "--ck-mode", "ckfree", "--allow-unservable", "--json-file",
+                     str(tmp_path / "a.json")]) == 0
     assert json.loads((tmp_path / "a.json").read_text())["allowed_unservable"] is True
 
 
-def test_bad_input_is_one_line_exit_2(site, tmp_path):
-    out = run(site, "--model", "no-such-model")
-    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "preset" in out.stderr
+def test_bad_input_is_one_line_exit_2(on_path, tmp_path, capsys):
+    assert cli.main(["--model", "no-such-model"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "preset" in err
     (tmp_path / "config.json").write_text(json.dumps({"architectures": ["NoSuchForCausalLM"], "hidden_size": 8}))
-    out = run(site, "--model", str(tmp_path))
-    assert out.returncode == 2 and "NoSuchForCausalLM" in out.stderr and "Traceback" not in out.stderr
+    assert cli.main(["--model", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "NoSuchForCausalLM" in err and len(err.strip().splitlines()) == 1
 
 
-def test_no_atom_to_read_is_exit_3(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "validation.route", "--model", "llama3-8b"], capture_output=True,  # noqa: S603
-                         text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60)
-    assert out.returncode == 3 and "atom to read" in out.stderr
+def test_no_atom_to_read_is_exit_3(capsys):
+    assert cli.main(["--model", "llama3-8b"]) == 3
+    assert "atom to read" in capsys.readouterr().err
+
+
+def test_the_program_runs_as_python_m_validation_route():
+    out = subprocess.run([sys.executable, "-m", "validation.route", "--help"], capture_output=True, text=True,  # noqa: S603
+                         cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60, check=False)
+    assert out.returncode == 0 and "--allow-unservable" in out.stdout
