@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         args.json_file.write_text(json.dumps(out, indent=1) + "\n")
     print(routes.table(route))
     if route.unservable:
-        print(routes.refusal(route), file=sys.stderr)
+        print(f"route: {routes.refusal(route)}", file=sys.stderr)
         return 0 if args.allow_unservable else 1
     return 0
 

@@ -75,10 +75,11 @@ class Route:
     def to_json(self) -> dict:
         out = asdict(self)
         out["servable"] = not self.unservable
-        # aiter's JIT and assembly modules first: what a CK-free build left out, before an absent FlyDSL
-        missing = sorted({(k.kind not in (kinds.JIT, kinds.ASM), lr.layer, lr.op, k.module or k.name, k.entry)
-                          for lr in self.unservable for k in lr.missing})
-        out["missing"] = [dict(zip(("layer", "op", "module", "entry"), m[1:], strict=True)) for m in missing]
+        # Surest first: a layer that reaches no kernel the image has, then aiter's JIT and assembly modules (what a
+        # CK-free build left out) before an absent FlyDSL.
+        missing = sorted({(len(lr.missing) < len(lr.kernels), k.kind not in (kinds.JIT, kinds.ASM), lr.layer, lr.op,
+                           k.module or k.name, k.entry) for lr in self.unservable for k in lr.missing})
+        out["missing"] = [dict(zip(("layer", "op", "module", "entry"), m[2:], strict=True)) for m in missing]
         return out
 
 
@@ -218,9 +219,9 @@ def table(route: Route) -> str:
 
 
 def refusal(route: Route) -> str:
-    missing = route.to_json()["missing"]
-    first = missing[0]
+    """One sentence (no "; ", which cuts a check's reason): the model, how many layers, the surest one in full."""
+    first = route.to_json()["missing"][0]
     hint = HELP.get(first["module"], "no ATOM switch or patch of this repo moves it")
-    return (f"route: a {route.ck_mode} image cannot serve {route.model}: {len(route.unservable)} layers need modules "
-            f"it lacks, first {first['layer']} ({first['op'] or 'ATOM'}) -> {first['entry'] or '?'} -> "
-            f"{first['module']} ({hint}); --allow-unservable reports it and exits 0")
+    return (f"a {route.ck_mode} image cannot serve {route.model}: {len(route.unservable)} layers may need modules "
+            f"it lacks, e.g. {first['layer']} ({first['op'] or 'ATOM'}) -> {first['entry'] or '?'} -> "
+            f"{first['module']} ({hint}), --allow-unservable builds it anyway")

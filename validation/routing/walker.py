@@ -110,7 +110,7 @@ class Walker:
     # ---- calls -------------------------------------------------------------------------------------------------
 
     def call_def(self, d: Def, args: list[Values], kwargs: dict[str, Values], inst: Inst | None,
-                 record: bool = True, outer: dict | None = None) -> tuple[Values, frozenset]:
+                 record: bool = True) -> tuple[Values, frozenset]:
         if not isinstance(d.node, ast.FunctionDef | ast.AsyncFunctionDef):
             return UNKNOWN, frozenset()
         names = self._bind(d, args, kwargs, inst)
@@ -124,7 +124,7 @@ class Walker:
         self.depth += 1
         if inst is not None:
             self._layers.append(inst)
-        frame = Frame(d, d.module, inst, dict(names), {}, record, outer=outer)
+        frame = Frame(d, d.module, inst, dict(names), {}, record)
         try:
             self.block(d.node.body, frame)
         finally:
@@ -242,7 +242,7 @@ class Walker:
         return inst
 
     def _external(self, path: str, args: list[Values], kwargs: dict[str, Values]) -> Values:
-        if path in ("functools.partial", "functools_partial") and args:
+        if path == "functools.partial" and args:
             return frozenset({Partial(args[0])})
         if path in ("os.getenv", "os.environ.get") and args:
             names = consts(args[0])
@@ -682,7 +682,7 @@ class Walker:
 
 
 def _self_name(frame: Frame) -> str:
-    args = frame.func.node.args if isinstance(frame.func.node, ast.FunctionDef | ast.AsyncFunctionDef) else None
+    args = getattr(frame.func.node, "args", None)  # a lambda's or a module's frame has none
     params = [*args.posonlyargs, *args.args] if args else []
     return params[0].arg if params else "self"
 

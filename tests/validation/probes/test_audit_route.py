@@ -28,7 +28,7 @@ def test_the_models_come_from_the_images_manifest(patched_site, fake_root):
     manifest.write_text(json.dumps({"models": ["llama3-8b"]}))
     f = serving.route(make_context(patched_site, fake_root, arch="gfx950", env={"ATOM_BUILD_CK_MODE": "ck"}))
     missing = {e.rsplit(" lacks ", 1)[1] for e in f.evidence if " lacks " in e}
-    assert f.evidence[0].startswith("route: a ck image cannot serve llama3-8b") and missing == {"flydsl"}
+    assert f.evidence[0].startswith("a ck image cannot serve llama3-8b") and missing == {"flydsl"}
 
 
 def test_no_model_is_unknown(patched_site, fake_root):
