@@ -58,6 +58,14 @@ class Partial:
 
 
 @dataclass(frozen=True)
+class StrMethod:
+    """A pure method of a known string (`_CURRENT_FRAMEWORK.lower`): calling it with known arguments is known."""
+
+    text: str
+    name: str
+
+
+@dataclass(frozen=True)
 class External:
     """A name from outside the walked packages, by its dotted path (`torch.ops.aiter`, `triton.jit`)."""
 

@@ -26,6 +26,7 @@ from validation.routing.values import (
     Inst,
     Mod,
     Partial,
+    StrMethod,
     Sym,
     Values,
     consts,
@@ -33,6 +34,7 @@ from validation.routing.values import (
 )
 
 MAX_DEPTH = 48
+STR_METHODS = frozenset({"lower", "upper", "strip", "startswith", "endswith"})  # pure, a str or a bool back
 FORWARD_CONTEXT = "static_forward_context"
 BUILTINS = {"len", "isinstance", "getattr", "hasattr", "super", "int", "str", "float", "bool", "min", "max", "range",
             "tuple", "list", "dict", "set", "print", "zip", "enumerate", "type", "sum", "any", "all", "sorted"}
@@ -212,6 +214,14 @@ class Walker:
             sub = Frame(Def(f.module, "<lambda>", ast.FunctionDef()), f.module, frame.inst, dict(frame.names), {}, rec)
             value = self.expr(f.node.body, sub)
             return value, frozenset(sub.leaves)
+        if isinstance(f, StrMethod):
+            known = [consts(a) for a in args]
+            if all(k is not None and len(k) == 1 for k in known) and not kwargs:
+                try:
+                    return frozenset({Const(getattr(f.text, f.name)(*(next(iter(k))[1] for k in known)))}), frozenset()
+                except (TypeError, ValueError):  # an argument of the wrong type: the call fails at run time too
+                    return UNKNOWN, frozenset()
+            return UNKNOWN, frozenset()
         if isinstance(f, External) and f.path.split(".")[0] == "flydsl":  # aiter's wrapper compiles a FlyDSL kernel
             return UNKNOWN, frozenset({Leaf(leafkinds.FLYDSL, "flydsl", "flydsl")})
         if isinstance(f, External) and f.path.startswith("torch.ops."):
@@ -244,6 +254,9 @@ class Walker:
     def _external(self, path: str, args: list[Values], kwargs: dict[str, Values]) -> Values:
         if path == "functools.partial" and args:
             return frozenset({Partial(args[0])})
+        if path == "builtins.bool" and len(args) == 1:
+            t = truth(args[0])
+            return frozenset({Const(t)}) if t is not None else UNKNOWN
         if path in ("os.getenv", "os.environ.get") and args:
             names = consts(args[0])
             default = args[1] if len(args) > 1 else frozenset({Const(None)})
@@ -529,6 +542,8 @@ class Walker:
                 out.add(b if attr == "value" else Sym(f"{b.name.rsplit('.', 1)[-1]}.{attr}"))
             elif isinstance(b, External):
                 out.add(External(f"{b.path}.{attr}"))
+            elif isinstance(b, Const) and isinstance(b.value, str) and attr in STR_METHODS:
+                out.add(StrMethod(b.value, attr))
         if not out and attr in self.facts and not any(isinstance(b, Mod | Fn) for b in base):
             return self.facts[attr]
         return frozenset(out)
