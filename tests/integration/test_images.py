@@ -125,6 +125,8 @@ def test_clean_image_labels_and_environment(docker_engine, built):
     assert env["ATOM_BUILD_CK_MODE"] == built.variant.ck_mode
     assert env["PATH"].startswith("/opt/venv/bin:")
     assert ("ATOM_CK_FREE" in env) is built.variant.ck_free
+    # ATOM's own switch, set where it moves fp8 block-scale linears to a kernel a CK-free image has (Triton)
+    assert env.get("ATOM_FP8_BLOCKSCALE_WEIGHT_PRESHUFFLE") == ("0" if built.variant.ck_free else None)
 
 
 def test_versions_json_names_versions_and_full_shas(docker_engine, built):
