@@ -9,6 +9,7 @@ re-exports and `import *`), or a module-level constant.
 from __future__ import annotations
 
 import ast
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -132,17 +133,17 @@ class Sources:
         return None
 
 
-_PARSED: dict[tuple[str, int, int], ast.Module | None] = {}
+_PARSED: dict[bytes, ast.Module | None] = {}
 
 
 def parsed(path: Path) -> ast.Module | None:
-    """The file's AST, parsed once per process while the file is unchanged (a walk parses ~160 files: most of its
-    time); None for a file Python cannot parse."""
-    stat = path.stat()
-    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    """The file's AST, parsed once per process per content (a walk parses ~160 files: most of its time; a copy of
+    the same packages elsewhere reads the same trees); None for a file Python cannot parse."""
+    data = path.read_bytes()
+    key = hashlib.blake2b(data, digest_size=16).digest()
     if key not in _PARSED:
         try:
-            _PARSED[key] = ast.parse(path.read_bytes(), filename=str(path))
+            _PARSED[key] = ast.parse(data)
         except (SyntaxError, ValueError):
             _PARSED[key] = None
     return _PARSED[key]
