@@ -26,18 +26,13 @@ sys.path.insert(0, str(ROOT))
 
 from results_file import record  # noqa: E402  (benchmarks/, the script's folder)
 
+from devsupport.builds import ck_free_env  # noqa: E402
 from devsupport.upstream import AITER_PIN, ATOM_PIN, upstream_dir  # noqa: E402
 
 MODELS = ("llama3-8b", "qwen3-30b-a3b", "deepseek-v3")
 SWITCH = "ATOM_FP8_BLOCKSCALE_WEIGHT_PRESHUFFLE"
 NO_FLYDSL = ("flydsl is listed because the Python that read the code has no flydsl package; the images install it "
              "(aiter's FLYDSL_VERSION), so there it is present")
-
-
-def image_env() -> dict[str, str]:
-    stage = (ROOT / "docker" / "Dockerfile.clean").read_text().split("FROM runtime AS ck-0\n", 1)[1]
-    line = next(ln for ln in stage.splitlines() if ln.startswith("ENV "))
-    return dict(pair.split("=", 1) for pair in line.removeprefix("ENV ").split())
 
 
 def patched_site(folder: Path) -> Path:
@@ -64,7 +59,7 @@ def route(site: Path, model: str, env: dict[str, str], out: Path) -> dict:
 
 
 def main() -> int:
-    env = image_env()
+    env = ck_free_env()
     rows = {}
     with tempfile.TemporaryDirectory() as tmp:
         site = patched_site(Path(tmp))

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from cleanbuild.cli.options import ca_bundle
 from cleanbuild.core import engine
+from cleanbuild.core.spec import REPO_ROOT
 from cleanbuild.gpuhost.arch import Arch
 from cleanbuild.images.components import Unit
 from cleanbuild.images.plan import Plan, make_plan
@@ -55,6 +56,13 @@ def offline_plan(variant: Variant, run_id: str = SESSION_RUN, *, model: Path | N
     request = replace(request, cache_dir=cache_dir) if cache_dir else request
     options = Build(request, Arch.parse(variant.arch), run_id=f"{run_id}-{variant.name}")
     return make_plan(profile, options)
+
+
+def ck_free_env() -> dict[str, str]:
+    """The CK-free image's environment as docker/Dockerfile.clean sets it (its ck-0 stage's ENV line)."""
+    stage = (REPO_ROOT / "docker" / "Dockerfile.clean").read_text().split("FROM runtime AS ck-0\n", 1)[1]
+    line = next(ln for ln in stage.splitlines() if ln.startswith("ENV "))
+    return dict(pair.split("=", 1) for pair in line.removeprefix("ENV ").split())
 
 
 def forget(client: DockerClient, units: Iterable[Unit], keep: frozenset[str] = frozenset()) -> None:

@@ -189,7 +189,7 @@ def make(model: str, cfg: dict, quant: str, ck_mode: str, roots: dict[str, Path]
         present = _present_leaf(leaf, ck, has_flydsl)
         layers[(".".join(leaf.layer), leaf.op)].add(OnRoute(leaf.kind, leaf.name, leaf.module, leaf.entry,
                                                            leaf.site, present))
-    switches = {k: str(env("atom.utils.envs", k) and next(iter(env("atom.utils.envs", k))).value)
+    switches = {k: str(next(iter(env("atom.utils.envs", k))).value)
                 for k in sorted(table) if k.startswith(("ATOM_USE_", "ATOM_FP8_", "ATOM_CK_"))}
     return Route(model, cls.name, ck_mode, switches,
                  [LayerRoute(layer, op, sorted(ks)) for (layer, op), ks in sorted(layers.items())],

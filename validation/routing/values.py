@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import ast
+from dataclasses import dataclass, field
 
 from validation.routing.source import Def
 
@@ -41,6 +42,23 @@ class Bound:
 
     d: Def
     inst: Inst | None
+
+
+@dataclass(frozen=True)
+class Super:
+    """super() in a method of cls: attributes from cls's bases, bound to the same instance."""
+
+    cls: Def
+    inst: Inst | None
+
+
+@dataclass(frozen=True)
+class Lam:
+    """A lambda and the module it was written in; key (its node's id) tells two lambdas apart."""
+
+    node: ast.Lambda = field(compare=False, hash=False)
+    module: str = ""
+    key: int = 0
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,11 @@ from validation.routing.values import (
     External,
     Fn,
     Inst,
+    Lam,
     Mod,
     Partial,
     StrMethod,
+    Super,
     Sym,
     Values,
     consts,
@@ -54,19 +56,6 @@ class Leaf:
     site: str = ""
 
 
-@dataclass(frozen=True)
-class Super:
-    cls: Def
-    inst: Inst | None
-
-
-@dataclass(frozen=True)
-class Lam:
-    node: ast.Lambda = field(compare=False, hash=False)
-    module: str = ""
-    key: int = 0
-
-
 @dataclass
 class Frame:
     func: Def
@@ -77,7 +66,6 @@ class Frame:
     record: bool
     returns: set = field(default_factory=set)
     leaves: set = field(default_factory=set)
-    outer: dict[str, Values] | None = None
 
 
 class Walker:
@@ -472,8 +460,6 @@ class Walker:
     def name(self, name: str, frame: Frame) -> Values:
         if name in frame.names:
             return frame.names[name]
-        if frame.outer and name in frame.outer:
-            return frame.outer[name]
         found = self.src.lookup(frame.module, name)
         if found is not None:
             return self.convert(frame.module, name, found)

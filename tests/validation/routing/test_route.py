@@ -16,6 +16,7 @@ import sys
 
 import pytest
 
+from devsupport.builds import ck_free_env
 from tests.validation.conftest import REPO
 from validation import route as cli
 from validation.core import models
@@ -76,13 +77,6 @@ def test_blockscale_linears_follow_atoms_preshuffle_switch(site, deepseek):
         "aiter.ops.triton.gemm.basic.gemm_a8w8_blockscale.gemm_a8w8_blockscale"}
     assert triton.switches["ATOM_FP8_BLOCKSCALE_WEIGHT_PRESHUFFLE"] == "False"
     assert all(k.kind == leaves.TRITON and k.present for k in switched.kernels)
-
-
-def ck_free_env() -> dict[str, str]:
-    """The CK-free image's environment as docker/Dockerfile.clean sets it (its ck-0 stage's ENV)."""
-    stage = (REPO / "docker" / "Dockerfile.clean").read_text().split("FROM runtime AS ck-0\n", 1)[1]
-    line = next(ln for ln in stage.splitlines() if ln.startswith("ENV "))
-    return dict(pair.split("=", 1) for pair in line.removeprefix("ENV ").split())
 
 
 @pytest.fixture(scope="session")
