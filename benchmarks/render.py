@@ -290,9 +290,12 @@ def route(r: dict) -> Rows:
     for model, m in r["models"].items():
         for when in ("before", "after"):
             x = m[when]
+            sites = (f"; {x['missing_sites']} (layer, caller, module) triples missing; bf16 experts (from "
+                     f"UnquantizedFusedMoEMethod.apply) missing: {', '.join(x['bf16_experts_missing']) or 'none'}"
+                     if "missing_sites" in x else "")
             rows.append((f"{model}, {when}", f"{x['unservable']} of {x['layers']} layers may need a missing module "
-                         f"(exit {x['exit']}): {', '.join(x['modules'])}; walk {seconds(x['seconds'])} (a fresh "
-                         f"process), {x['unresolved']} calls not followed"))
+                         f"(exit {x['exit']}): {', '.join(x['modules'])}{sites}; walk {seconds(x['seconds'])} (a "
+                         f"fresh process), {x['unresolved']} calls not followed"))
     return rows
 
 
@@ -395,9 +398,10 @@ BENCHMARKS: dict[str, tuple[str, str, Callable[[dict], Rows]]] = {
                   "candidate is rebuilt whenever anything below it changes: its cost is the same in a cold build and "
                   "in any bump.", warm_step),
     "route": ("What a CK-free image's route needs", "Each preset's route (python -m validation.route) through ATOM "
-              "and aiter at the pins, patched, in the CK-free image's environment: before, with ATOM's "
-              "ATOM_FP8_BLOCKSCALE_WEIGHT_PRESHUFFLE at its default; after, at the image's 0 "
-              "(benchmarks/route_walk.py). No build, no engine: code read from the two packages.", route),
+              "and aiter at the pins, patched, in the CK-free image's environment: before, an earlier checkout's "
+              "patches and walk (or, without one, ATOM's ATOM_FP8_BLOCKSCALE_WEIGHT_PRESHUFFLE at its default); "
+              "after, this checkout's (benchmarks/route_walk.py). No build, no engine: code read from the two "
+              "packages.", route),
     "triton_cache_gpu": ("The Triton cache on a GPU", "Warm with no GPU visible (the stand-in driver, target "
                          "cuda:90), then the same calls launched on the GPU in fresh processes: cold (an empty cache) "
                          "and warm (the warmed cache; Triton's C builds refused and no C compiler on PATH, as in an "

@@ -2,9 +2,9 @@
 
 A CK-free aiter build has no CK GEMM kernels, so ATOM's linear layers must
 take the Triton route there. ATOM itself has no ATOM_CK_FREE at its pin
-(181b0f46): its attention and MoE do not read it either (the seed described
-another ATOM); python -m validation.route shows where a CK-free server still
-reaches CK. Two files: use_triton_gemm() in atom/model_ops/linear.py also reads
+(181b0f46): its attention does not read it (the seed described another ATOM),
+its bf16 MoE reads it only through atom-ck-free-triton-moe; python -m
+validation.route shows where a CK-free server still reaches CK. Two files: use_triton_gemm() in atom/model_ops/linear.py also reads
 envs.ATOM_CK_FREE, and atom/utils/envs.py gains that variable (default off,
 "1" is on) when upstream does not define it yet.
 
@@ -50,7 +50,7 @@ def plan_linear(src: Source) -> Plan:
         if marked:
             return Plan.already(f"use_triton_gemm() reads {VAR} (line {marked[0].lineno})")
         return Plan.upstream(f"use_triton_gemm() already reads {VAR} upstream (line {func.lineno})")
-    envs = _envs_name(src.tree)
+    envs = envs_name(src.tree)
     body = _body_without_docstring(func)
     if not body or body[0].lineno == func.lineno:
         raise Drift(func.lineno, "use_triton_gemm()'s body on lines of its own")
@@ -60,7 +60,7 @@ def plan_linear(src: Source) -> Plan:
     return _guard(src, func, body[0], envs)
 
 
-def _envs_name(tree: ast.Module) -> str:
+def envs_name(tree: ast.Module) -> str:
     """The module-level name atom.utils.envs is bound to (`envs` unless aliased)."""
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("utils"):

@@ -18,6 +18,7 @@ WHEEL_MEMBERS = ("aiter/__init__.py", "aiter/tuned_gemm.py", "aiter/jit/core.py"
 
 LINEAR = "atom/model_ops/linear.py"
 ENVS = "atom/utils/envs.py"
+MOE = "atom/model_ops/moe.py"
 TUNED_GEMM = "aiter/tuned_gemm.py"
 JIT_CORE = "aiter/jit/core.py"
 

@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from patch_helpers import ENVS, JIT_CORE, LINEAR, REPO, TUNED_GEMM
+from patch_helpers import ENVS, JIT_CORE, LINEAR, MOE, REPO, TUNED_GEMM
 
 # The snapshots and heads shared/upstream/README.md names; the sweep must cover each one.
 NAMED = {
@@ -31,11 +31,12 @@ NAMED = {
     },
 }
 # The files each patch group reads together: the two tuned_gemm patches share a
-# file, the ATOM patch edits two.
+# file, the ATOM GEMM patch edits two, the ATOM MoE patch one.
 GROUPS = {
     "tuned_gemm": ("aiter", (TUNED_GEMM,)),
     "jit_core": ("aiter", (JIT_CORE,)),
     "atom": ("atom", (LINEAR, ENVS)),
+    "atom_moe": ("atom", (MOE,)),
 }
 
 

@@ -29,6 +29,7 @@ EXPECTED_FIRST_RUN = {
     "no-asm-gemm-gfx950": "applied",
     "jit-core-runtime-error": "applied",
     "atom-ck-free-triton-gemm": "not-present",
+    "atom-ck-free-triton-moe": "not-present",
 }
 
 

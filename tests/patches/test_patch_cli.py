@@ -7,9 +7,24 @@ import subprocess
 import sys
 
 import pytest
-from patch_helpers import ENVS, JIT_CORE, LINEAR, REPO, TUNED_GEMM, make_root, snapshot
+from patch_helpers import (
+    ENVS,
+    JIT_CORE,
+    LINEAR,
+    MOE,
+    REPO,
+    TUNED_GEMM,
+    make_root,
+    snapshot,
+)
 
-NAMES = ["tuned-gemm-hipblaslt", "no-asm-gemm-gfx950", "jit-core-runtime-error", "atom-ck-free-triton-gemm"]
+NAMES = [
+    "tuned-gemm-hipblaslt",
+    "no-asm-gemm-gfx950",
+    "jit-core-runtime-error",
+    "atom-ck-free-triton-gemm",
+    "atom-ck-free-triton-moe",
+]
 OUTCOMES = {"applied", "already-applied", "upstream-fixed", "not-present", "drifted"}
 
 
@@ -36,6 +51,7 @@ def full_root(tmp_path):
             JIT_CORE: "aiter/core_fixed",
             LINEAR: "atom/linear_plain.before",
             ENVS: "atom/envs_without.before",
+            MOE: "atom/moe_plain.before",
         },
     )
 
@@ -68,7 +84,7 @@ def test_check_apply_check(full_root):
     assert_schema(report, full_root, "apply", 0)
     assert apply.returncode == 0
     assert [p["name"] for p in report["patches"]] == NAMES
-    assert [p["outcome"] for p in report["patches"]] == ["applied", "applied", "upstream-fixed", "applied"]
+    assert [p["outcome"] for p in report["patches"]] == ["applied", "applied", "upstream-fixed", "applied", "applied"]
     assert report["patches"][3]["target"] == LINEAR
     assert "+++ b/atom/utils/envs.py" in report["patches"][3]["diff"]
     patched = snapshot(full_root)

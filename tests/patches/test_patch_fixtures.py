@@ -10,6 +10,7 @@ from patch_helpers import (
     ENVS,
     JIT_CORE,
     LINEAR,
+    MOE,
     TUNED_GEMM,
     fixture_bytes,
     make_root,
@@ -95,6 +96,7 @@ PAIRS = [
             ENVS: ("atom/envs_module_level_fixed", "atom/envs_module_level_fixed"),
         },
     ),
+    ("atom-ck-free-triton-moe", {MOE: ("atom/moe_plain.before", "atom/moe_plain.after")}),
 ]
 PAIR_IDS = [f"{name}:{'+'.join(before for before, _ in files.values())}" for name, files in PAIRS]
 
@@ -107,6 +109,7 @@ UPSTREAM_FIXED = [
     ("jit-core-runtime-error", {JIT_CORE: "aiter/core_bare_raise"}),
     ("jit-core-runtime-error", {JIT_CORE: "aiter/core_reraise_name"}),
     ("jit-core-runtime-error", {JIT_CORE: "aiter/core_custom_error"}),
+    ("atom-ck-free-triton-moe", {MOE: "atom/moe_fixed"}),
 ]
 
 # patch, files, where (FILE:LINE), what the message must say
@@ -179,6 +182,7 @@ DRIFTS = [
         "environment_variables",
     ),
     ("atom-ck-free-triton-gemm", {LINEAR: "atom/linear_plain.before"}, "atom/utils/envs.py", "to exist"),
+    ("atom-ck-free-triton-moe", {MOE: "atom/moe_drift_positional"}, "atom/model_ops/moe.py:13", "not positionally"),
 ]
 
 
@@ -272,7 +276,7 @@ def test_one_drift_stops_every_write(tmp_path):
     before = snapshot(root)
     report = engine.run(root, PATCHES, "apply")
     outcomes = [r.outcome for r in report.results]
-    assert outcomes == ["applied", "applied", "drifted", "applied"]
+    assert outcomes == ["applied", "applied", "drifted", "applied", "not-present"]
     assert (report.exit_code, report.written, snapshot(root)) == (2, [], before)
     assert report.results[0].detail.startswith("not written (another patch drifted): ")
 

@@ -47,6 +47,7 @@ PATCHES_OF = {
     "tuned_gemm": {"tuned-gemm-hipblaslt", "no-asm-gemm-gfx950"},
     "jit_core": {"jit-core-runtime-error"},
     "atom": {"atom-ck-free-triton-gemm"},
+    "atom_moe": {"atom-ck-free-triton-moe"},
 }
 
 
@@ -112,6 +113,7 @@ def executed(version, run):
 # --- the named snapshots ------------------------------------------------------------------
 
 AITER_PATCHES = ("tuned-gemm-hipblaslt", "no-asm-gemm-gfx950", "jit-core-runtime-error")
+ATOM_PATCHES = ("atom-ck-free-triton-gemm", "atom-ck-free-triton-moe")
 EXPECTED = {
     "aiter 2026-01-20": ("aiter", NAMED["aiter"]["2026-01-20"], ("applied", "applied", "applied")),
     "aiter 2026-08-03": ("aiter", NAMED["aiter"]["2026-08-03"], ("applied", "applied", "upstream-fixed")),
@@ -125,14 +127,14 @@ EXPECTED = {
         NAMED["aiter"]["pull/4465/head"],
         ("applied", "applied", "upstream-fixed"),
     ),
-    "atom 2026-07-31": ("atom", NAMED["atom"]["2026-07-31"], ("applied",)),
-    "atom main 2026-08-22": ("atom", NAMED["atom"]["main 2026-08-22"], ("applied",)),
+    "atom 2026-07-31": ("atom", NAMED["atom"]["2026-07-31"], ("applied", "applied")),
+    "atom main 2026-08-22": ("atom", NAMED["atom"]["main 2026-08-22"], ("applied", "applied")),
 }
 
 
 @pytest.mark.parametrize(("repo", "sha", "expected"), list(EXPECTED.values()), ids=list(EXPECTED))
 def test_named_snapshot_outcomes(tmp_path, repo, sha, expected):
-    names = AITER_PATCHES if repo == "aiter" else ("atom-ck-free-triton-gemm",)
+    names = AITER_PATCHES if repo == "aiter" else ATOM_PATCHES
     report = engine.run(root_for(tmp_path, repo, sha), PATCHES, "apply")
     outcomes = {r.name: r.outcome for r in report.results}
     assert tuple(outcomes[name] for name in names) == expected

@@ -13,13 +13,19 @@ import subprocess
 import sys
 
 import pytest
-from patch_helpers import ENVS, JIT_CORE, LINEAR, REPO, TUNED_GEMM, fixture_bytes
+from patch_helpers import ENVS, JIT_CORE, LINEAR, MOE, REPO, TUNED_GEMM, fixture_bytes
 from patch_upstream_repos import NAMED, missing_reason, upstream_dir
 
 from patches import cli
 from patches import upstream as upstream_mod
 
-NAMES = ["tuned-gemm-hipblaslt", "no-asm-gemm-gfx950", "jit-core-runtime-error", "atom-ck-free-triton-gemm"]
+NAMES = [
+    "tuned-gemm-hipblaslt",
+    "no-asm-gemm-gfx950",
+    "jit-core-runtime-error",
+    "atom-ck-free-triton-gemm",
+    "atom-ck-free-triton-moe",
+]
 
 
 def upstream(*args):
@@ -51,7 +57,8 @@ def git_repo(path, files: dict[str, str]):
 
 @pytest.fixture
 def atom_repo(tmp_path):
-    return git_repo(tmp_path / "atom", {LINEAR: "atom/linear_plain.before", ENVS: "atom/envs_without.before"})
+    return git_repo(tmp_path / "atom", {LINEAR: "atom/linear_plain.before", ENVS: "atom/envs_without.before",
+                                           MOE: "atom/moe_plain.before"})
 
 
 def test_real_upstream_heads(tmp_path):
@@ -68,7 +75,7 @@ def test_real_upstream_heads(tmp_path):
         NAMED["atom"]["main 2026-08-22"],
     ]
     assert [(p["name"], p["outcome"]) for p in report["patches"]] == list(
-        zip(NAMES, ["applied", "applied", "upstream-fixed", "applied"], strict=True)
+        zip(NAMES, ["applied", "applied", "upstream-fixed", "applied", "applied"], strict=True)
     )
     assert {p["date"][:10] for p in report["patches"]} == {"2026-08-22"}
 

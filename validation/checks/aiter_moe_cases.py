@@ -18,9 +18,7 @@ def cases(ctx: Context, shapes, inputs) -> tuple[list[Case], list[dict]]:
     at, why_not = open_aiter(ctx, "aiter fused_moe")
     if at is None:
         return why_not, []
-    dtype, note = torch.bfloat16, "bf16"
-    if interpreting() and (why := _interpreter().bf16_dot()):
-        dtype, note = torch.float16, f"fp16 on the CPU, bf16 on a GPU ({why})"
+    dtype, note = bf16_or_fp16()
     out, rows = [], []
     for s in shapes:
         tensors = inputs(ctx, s, dtype)
@@ -29,6 +27,13 @@ def cases(ctx: Context, shapes, inputs) -> tuple[list[Case], list[dict]]:
         out.append(case)
         rows += [row] if row else []
     return out, rows
+
+
+def bf16_or_fp16() -> tuple[torch.dtype, str]:
+    """bf16, or fp16 where Triton's interpreter cannot take a bf16 dot on this CPU."""
+    if interpreting() and (why := _interpreter().bf16_dot()):
+        return torch.float16, f"fp16 on the CPU, bf16 on a GPU ({why})"
+    return torch.bfloat16, "bf16"
 
 
 def _body(at, s, tensors, dtype):

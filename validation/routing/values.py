@@ -95,12 +95,14 @@ UNKNOWN: Values = frozenset()
 
 
 def truth(values: Values) -> bool | None:
-    """True/False when every value agrees, None when unknown or mixed."""
+    """True/False when every value agrees, None when unknown or mixed. A Sym is unknown: it names an enum member as
+    well as an attribute of something the walk did not resolve (`ctx.context.is_dummy_run`), and a branch taken on a
+    wrong truth would end a path (a return under it) that the server does take."""
     seen = set()
     for v in values:
         if isinstance(v, Const):
             seen.add(bool(v.value))
-        elif isinstance(v, Fn | Inst | Bound | Mod | Partial | Sym):
+        elif isinstance(v, Fn | Inst | Bound | Mod | Partial):
             seen.add(True)
         else:
             return None

@@ -66,6 +66,7 @@ class Frame:
     record: bool
     returns: set = field(default_factory=set)
     leaves: set = field(default_factory=set)
+    ended: bool = False  # the path walked so far surely returned or raised: what follows it in a block is dead
 
 
 class Walker:
@@ -278,6 +279,13 @@ class Walker:
     def block(self, body: list[ast.stmt], frame: Frame) -> None:
         for stmt in body:
             self.stmt(stmt, frame)
+            if frame.ended:
+                return
+
+    def _maybe(self, body: list[ast.stmt], frame: Frame) -> None:
+        """A block that may not run at all (a loop's body, a match case): its return ends nothing after it."""
+        self.block(body, frame)
+        frame.ended = False
 
     def stmt(self, s: ast.stmt, frame: Frame) -> None:  # noqa: C901 - one case per statement kind
         if isinstance(s, ast.Expr):
@@ -292,16 +300,19 @@ class Walker:
             self.expr(s.value, frame)
         elif isinstance(s, ast.Return):
             frame.returns |= self.expr(s.value, frame) if s.value else {Const(None)}
+            frame.ended = True
+        elif isinstance(s, ast.Raise):
+            frame.ended = True
         elif isinstance(s, ast.If):
             self.branch(s.test, s.body, s.orelse, frame)
         elif isinstance(s, ast.For | ast.AsyncFor):
             self._loop_target(s.target, s.iter, frame)
-            self.block(s.body, frame)
-            self.block(s.orelse, frame)
+            self._maybe(s.body, frame)
+            self._maybe(s.orelse, frame)
         elif isinstance(s, ast.While):
             if truth(self.expr(s.test, frame)) is not False:
-                self.block(s.body, frame)
-            self.block(s.orelse, frame)
+                self._maybe(s.body, frame)
+            self._maybe(s.orelse, frame)
         elif isinstance(s, ast.With | ast.AsyncWith):
             for item in s.items:
                 value = self.expr(item.context_expr, frame)
@@ -319,7 +330,7 @@ class Walker:
         elif isinstance(s, ast.Match):
             self.expr(s.subject, frame)
             for case in s.match_cases:
-                self.block(case.body, frame)
+                self._maybe(case.body, frame)
 
     def _loop_target(self, target: ast.expr, it: ast.expr, frame: Frame) -> None:
         """for x in X; for i, x in enumerate(X); for a, b in zip(A, B): each name gets what its iterable holds."""
@@ -342,7 +353,9 @@ class Walker:
             before = dict(frame.names)
             self.block(body, frame)
             after_body, frame.names = frame.names, dict(before)
+            body_ended, frame.ended = frame.ended, False
             self.block(orelse, frame)
+            frame.ended = frame.ended and body_ended
             for name, value in after_body.items():
                 frame.names[name] = frame.names.get(name, UNKNOWN) | value
 
@@ -637,7 +650,10 @@ class Walker:
         return args, kwargs
 
     def boolop(self, e: ast.BoolOp, frame: Frame) -> Values:
+        """`a and b`, `a or b`: an operand that stops the chain decides its truth even after unknown ones (an
+        unknown value is an empty set, so whether one was met is kept apart from the values)."""
         out: set = set()
+        unsure = False
         is_or = isinstance(e.op, ast.Or)
         for i, operand in enumerate(e.values):
             value = self.expr(operand, frame)
@@ -645,11 +661,14 @@ class Walker:
             last = i == len(e.values) - 1
             if t is None:
                 out |= value
+                unsure = True
                 if last:
                     return frozenset(out)
                 continue
-            if t is is_or or last:  # `or` stops at a true value, `and` at a false one
-                return frozenset(out | value) if not out else UNKNOWN
+            if t is is_or:  # `or` stops at a true value, `and` at a false one: that truth, whatever came before
+                return frozenset(value) if not unsure else frozenset({Const(t)})
+            if last:
+                return UNKNOWN if unsure else frozenset(value)
         return frozenset(out)
 
     def compare(self, e: ast.Compare, frame: Frame) -> Values:

@@ -11,8 +11,10 @@ Triton kernel, derived from the image's own code.
     aiter's Triton gemm_a16w16, anything else is not Triton;
   - an fp8 layer of a CK-free image reaches aiter's Triton gemm_a8w8 / gemm_a8w8_blockscale (use_triton_gemm(),
     which this repo's ATOM patch turns on with ATOM_CK_FREE=1); with CK it reaches CK's;
-  - a bf16 expert layer of a CK-free image reaches aiter's Triton fused_moe (the moe-triton check's path); an fp8
-    expert layer is not planned (`not_planned` says so), and with CK the experts run on CK and assembly kernels.
+  - a bf16 expert layer of a CK-free image reaches aiter's Triton fused_moe through ck_free_triton_experts, which this
+    repo's atom-ck-free-triton-moe patch adds to ATOM's moe.py for ATOM_CK_FREE=1 (replay.py makes that function's
+    calls: the same tensors, dtypes, flags and aiter config per token count); an fp8 expert layer is not planned
+    (`not_planned` says so), and with CK the experts run on CK and assembly kernels.
 - Not planned, and said in `not_planned` (so the report never reads "0 kernels" as "nothing compiles"): the Triton
   kernels ATOM itself defines or calls outside aiter's GEMM and MoE entry points, as ATOM at its pin (181b0f46) routes
   them: its masked embedding at tp > 1 (atom/model_ops/embed_head.py), the Triton attention path for a head_dim other

@@ -81,14 +81,31 @@ def test_blockscale_linears_follow_atoms_preshuffle_switch(site, deepseek):
 
 @pytest.fixture(scope="session")
 def patched(site, tmp_path_factory):
-    """ATOM as a CK-free image holds it: a copy of the pin after `python -m patches apply --only` its CK-free patch
+    """ATOM as a CK-free image holds it: a copy of the pin after `python -m patches apply --only` its CK-free patches
     (aiter's patches change its GEMM fallbacks, which these routes do not reach: aiter stays the pin, linked)."""
     folder = tmp_path_factory.mktemp("patched-site")
     shutil.copytree(site / "atom", folder / "atom", ignore=shutil.ignore_patterns("__pycache__"))
     (folder / "aiter").symlink_to(site / "aiter")
     subprocess.run([sys.executable, "-m", "patches", "apply", "--root", str(folder), "--only",  # noqa: S603
-                    "atom-ck-free-triton-gemm"], cwd=REPO, check=True, capture_output=True, timeout=300)
+                    "atom-ck-free-triton-gemm", "atom-ck-free-triton-moe"], cwd=REPO, check=True, capture_output=True,
+                   timeout=300)
     return folder
+
+
+def test_the_ck_free_image_sends_bf16_experts_to_aiters_triton_fused_moe(patched):
+    """The patched ATOM on the CK-free image's environment: UnquantizedFusedMoEMethod.apply returns through
+    ck_free_triton_experts (aiter's Triton align and fused_moe kernels, which the image has) and no longer reaches
+    aiter.fused_moe's CK 2-stage modules; without ATOM_CK_FREE the same code still does."""
+    experts = layer(make(patched, "qwen3-30b-a3b", env=ck_free_env()), "model.layers.mlp.experts", "FusedMoE")
+    apply = [k for k in experts.kernels if k.site.endswith("UnquantizedFusedMoEMethod.apply")]
+    assert apply == [], apply
+    ours = [k for k in experts.kernels if k.site.endswith("moe.ck_free_triton_experts")]
+    assert {k.name.rsplit(".", 1)[-1] for k in ours} >= {"_fused_moe_kernel", "_moe_align_block_size_stage1_kernel"}
+    assert all(k.kind == leaves.TRITON and k.present for k in ours)
+    off = layer(make(patched, "qwen3-30b-a3b", env={**ck_free_env(), "ATOM_CK_FREE": "0"}),
+                "model.layers.mlp.experts", "FusedMoE")
+    unpatched = {k.module for k in off.kernels if k.site.endswith("UnquantizedFusedMoEMethod.apply")}
+    assert "module_moe_ck2stages" in unpatched
 
 
 def test_the_ck_free_image_sends_deepseeks_block_scale_linears_to_triton(patched):
