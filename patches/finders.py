@@ -34,6 +34,22 @@ def marker_edit(src: Source, stmt: ast.stmt, name: str, why: str) -> Edit:
     return Edit(start, start, f"{marker(name, why)}\n{src.indent(stmt)}")
 
 
+def guard_edit(src: Source, stmt: ast.stmt, name: str, why: str, test: str, then: str) -> Edit:
+    """`if <test>: <then>` on lines of their own just above stmt, under the patch's marker."""
+    if src.line(stmt.lineno)[: stmt.col_offset].strip():
+        raise Drift(stmt.lineno, "the statement to guard on a line of its own")
+    indent = src.indent(stmt)
+    start = src.line_start(stmt.lineno)
+    return Edit(start, start, f"{indent}{marker(name, why)}\n{indent}if {test}:\n{indent}    {then}\n")
+
+
+def append_edit(src: Source, text: str) -> Edit:
+    """text at the end of the module (after a newline the file may lack)."""
+    end = len(src.data)
+    lead = "" if src.data.endswith(b"\n") or not src.data else "\n"
+    return Edit(end, end, lead + text)
+
+
 def module_def(tree: ast.Module, name: str) -> Def:
     """The one module-level `def name`; Drift when absent or defined twice."""
     found = [node for node in tree.body if _is_def(node) and node.name == name]

@@ -16,8 +16,8 @@ from validation.core.archs import CK_FREE_ENV, CK_MODE_ENV, CK_MODES, ck_mode_fr
 from validation.core.usage import USAGE_ERROR, Parser, UsageError
 
 # validation.checks.CHECKS in run order; named here so that parsing imports no check (they import torch).
-CHECK_NAMES = ("arch-consistency", "gemm-hipblaslt", "gemm-triton", "moe-triton", "gemm-ck", "gemm-asm",
-               "lds-budget", "tuned-csv-coverage", "payload", "first-use-compile", "route")
+CHECK_NAMES = ("arch-consistency", "gemm-hipblaslt", "gemm-triton", "moe-triton", "atom-reroutes", "gemm-ck",
+               "gemm-asm", "lds-budget", "tuned-csv-coverage", "payload", "first-use-compile", "route")
 
 
 def positive_int(text: str) -> int:

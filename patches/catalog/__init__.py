@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from patches.catalog import (
+    atom_ck_free_native_act,
     atom_ck_free_triton_gemm,
     atom_ck_free_triton_moe,
+    atom_ck_free_triton_norm,
     jit_core_runtime_error,
     no_asm_gemm_gfx950,
     tuned_gemm_hipblaslt,
@@ -16,7 +18,9 @@ PATCHES: tuple[Patch, ...] = (
     no_asm_gemm_gfx950.PATCH,
     jit_core_runtime_error.PATCH,
     atom_ck_free_triton_gemm.PATCH,
-    atom_ck_free_triton_moe.PATCH,  # after the GEMM patch, which gives envs.py its ATOM_CK_FREE
+    atom_ck_free_triton_moe.PATCH,  # these three after the GEMM patch, which gives envs.py its ATOM_CK_FREE
+    atom_ck_free_triton_norm.PATCH,
+    atom_ck_free_native_act.PATCH,
 )
 
 

@@ -31,7 +31,7 @@ import ast
 
 from patches.catalog.atom_ck_free_triton_gemm import envs_name
 from patches.engine import Patch, Plan, Step
-from patches.finders import Def, has_marker, marker, words
+from patches.finders import Def, append_edit, guard_edit, has_marker, marker, words
 from patches.source import Drift, Edit, Source
 
 NAME = "atom-ck-free-triton-moe"
@@ -144,19 +144,11 @@ def _shuffle(method: Def) -> ast.stmt:
 
 
 def _guard(src: Source, stmt: ast.stmt, envs: str, then: str) -> Edit:
-    """`if envs.ATOM_CK_FREE: <then>` on lines of their own just above stmt."""
-    if src.line(stmt.lineno)[: stmt.col_offset].strip():
-        raise Drift(stmt.lineno, "the statement to guard on a line of its own")
-    indent = src.indent(stmt)
-    start = src.line_start(stmt.lineno)
-    return Edit(start, start, f"{indent}{marker(NAME, WHY)}\n{indent}if {envs}.{VAR}:\n{indent}    {then}\n")
+    return guard_edit(src, stmt, NAME, WHY, f"{envs}.{VAR}", then)
 
 
 def _append(src: Source) -> Edit:
-    end = len(src.data)
-    lead = "" if src.data.endswith(b"\n") or not src.data else "\n"
-    text = FUNCTION.format(mark=marker(NAME, WHY), helper=HELPER, var=VAR)
-    return Edit(end, end, lead + text)
+    return append_edit(src, FUNCTION.format(mark=marker(NAME, WHY), helper=HELPER, var=VAR))
 
 
 PATCH = Patch(

@@ -127,8 +127,8 @@ def test_validation_failure_leaves_no_release_tag(docker_engine, offline_builds,
 
 def test_an_unservable_ck_free_build_stops_before_the_tag(docker_engine, offline_builds, model):
     """CK-free at the pins, Qwen3-30B-A3B (the offline profile's warm model) reaches CK modules the build left out
-    (its experts aiter's CK 2-stage MoE, SiluAndMul module_activation): validation's route check fails, naming the
-    layer, the op and the module, and nothing is tagged."""
+    (attention's KV-cache write module_cache; its experts layer CK 2-stage MoE through FusedMoE's fp8 methods):
+    validation's route check fails, naming the layer, the op and the module, and nothing is tagged."""
     result = build_clean("--arch", "gfx950", "--ck-free", "--model", str(model), user="ci-unservable")
     assert result.returncode == 1, result.stderr[-3000:]
     last = [line for line in result.stderr.splitlines() if line.strip()][-1]

@@ -199,14 +199,17 @@ def test_patches_applied_to_the_real_files_in_the_image(docker_engine, built):
     outcomes = {p["name"]: p["outcome"] for p in report["patches"]}
     assert outcomes == {"tuned-gemm-hipblaslt": "applied", "no-asm-gemm-gfx950": "applied",
                         "jit-core-runtime-error": "upstream-fixed", "atom-ck-free-triton-gemm": "applied",
-                        "atom-ck-free-triton-moe": "applied"}
+                        "atom-ck-free-triton-moe": "applied", "atom-ck-free-triton-norm": "applied",
+                        "atom-ck-free-native-act": "applied"}
     site = run_in(docker_engine, built.record.candidate_id,
                   ["python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).strip()
     linear = run_in(docker_engine, built.record.candidate_id, ["cat", f"{site}/atom/model_ops/linear.py"])
     tuned = run_in(docker_engine, built.record.candidate_id, ["cat", f"{site}/aiter/tuned_gemm.py"])
     moe = run_in(docker_engine, built.record.candidate_id, ["cat", f"{site}/atom/model_ops/moe.py"])
     assert "# atom-build(atom-ck-free-triton-gemm):" in linear and "envs.ATOM_CK_FREE" in linear
+    norm = run_in(docker_engine, built.record.candidate_id, ["cat", f"{site}/atom/model_ops/layernorm.py"])
     assert "# atom-build(atom-ck-free-triton-moe):" in moe and "def ck_free_triton_experts(" in moe
+    assert "# atom-build(atom-ck-free-triton-norm):" in norm and "def ck_free_rmsnorm_with_add(" in norm
     assert "# atom-build(tuned-gemm-hipblaslt):" in tuned and "@_atom_build_no_asm_gfx950" in tuned
     listing = run_in(docker_engine, built.record.candidate_id, ["sh", "-c", "ls -A /tmp; python -c 'import patches' 2>&1 || true"])
     assert "atom-build-patches" not in listing and "No module named 'patches'" in listing

@@ -19,6 +19,8 @@ WHEEL_MEMBERS = ("aiter/__init__.py", "aiter/tuned_gemm.py", "aiter/jit/core.py"
 LINEAR = "atom/model_ops/linear.py"
 ENVS = "atom/utils/envs.py"
 MOE = "atom/model_ops/moe.py"
+LAYERNORM = "atom/model_ops/layernorm.py"
+ACTIVATION = "atom/model_ops/activation.py"
 TUNED_GEMM = "aiter/tuned_gemm.py"
 JIT_CORE = "aiter/jit/core.py"
 

@@ -15,7 +15,16 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from patch_helpers import ENVS, JIT_CORE, LINEAR, MOE, REPO, TUNED_GEMM
+from patch_helpers import (
+    ACTIVATION,
+    ENVS,
+    JIT_CORE,
+    LAYERNORM,
+    LINEAR,
+    MOE,
+    REPO,
+    TUNED_GEMM,
+)
 
 # The snapshots and heads shared/upstream/README.md names; the sweep must cover each one.
 NAMED = {
@@ -31,12 +40,14 @@ NAMED = {
     },
 }
 # The files each patch group reads together: the two tuned_gemm patches share a
-# file, the ATOM GEMM patch edits two, the ATOM MoE patch one.
+# file, the ATOM GEMM patch edits two, the other ATOM patches one each.
 GROUPS = {
     "tuned_gemm": ("aiter", (TUNED_GEMM,)),
     "jit_core": ("aiter", (JIT_CORE,)),
     "atom": ("atom", (LINEAR, ENVS)),
     "atom_moe": ("atom", (MOE,)),
+    "atom_norm": ("atom", (LAYERNORM,)),
+    "atom_act": ("atom", (ACTIVATION,)),
 }
 
 

@@ -30,6 +30,8 @@ EXPECTED_FIRST_RUN = {
     "jit-core-runtime-error": "applied",
     "atom-ck-free-triton-gemm": "not-present",
     "atom-ck-free-triton-moe": "not-present",
+    "atom-ck-free-triton-norm": "not-present",
+    "atom-ck-free-native-act": "not-present",
 }
 
 

@@ -8,8 +8,10 @@ import sys
 
 import pytest
 from patch_helpers import (
+    ACTIVATION,
     ENVS,
     JIT_CORE,
+    LAYERNORM,
     LINEAR,
     MOE,
     REPO,
@@ -24,6 +26,8 @@ NAMES = [
     "jit-core-runtime-error",
     "atom-ck-free-triton-gemm",
     "atom-ck-free-triton-moe",
+    "atom-ck-free-triton-norm",
+    "atom-ck-free-native-act",
 ]
 OUTCOMES = {"applied", "already-applied", "upstream-fixed", "not-present", "drifted"}
 
@@ -52,6 +56,8 @@ def full_root(tmp_path):
             LINEAR: "atom/linear_plain.before",
             ENVS: "atom/envs_without.before",
             MOE: "atom/moe_plain.before",
+            LAYERNORM: "atom/layernorm_plain.before",
+            ACTIVATION: "atom/activation_plain.before",
         },
     )
 
@@ -84,7 +90,7 @@ def test_check_apply_check(full_root):
     assert_schema(report, full_root, "apply", 0)
     assert apply.returncode == 0
     assert [p["name"] for p in report["patches"]] == NAMES
-    assert [p["outcome"] for p in report["patches"]] == ["applied", "applied", "upstream-fixed", "applied", "applied"]
+    assert [p["outcome"] for p in report["patches"]] == ["applied", "applied", "upstream-fixed", "applied", "applied", "applied", "applied"]
     assert report["patches"][3]["target"] == LINEAR
     assert "+++ b/atom/utils/envs.py" in report["patches"][3]["diff"]
     patched = snapshot(full_root)

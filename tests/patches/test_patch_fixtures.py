@@ -7,8 +7,10 @@ import tokenize
 
 import pytest
 from patch_helpers import (
+    ACTIVATION,
     ENVS,
     JIT_CORE,
+    LAYERNORM,
     LINEAR,
     MOE,
     TUNED_GEMM,
@@ -97,6 +99,8 @@ PAIRS = [
         },
     ),
     ("atom-ck-free-triton-moe", {MOE: ("atom/moe_plain.before", "atom/moe_plain.after")}),
+    ("atom-ck-free-triton-norm", {LAYERNORM: ("atom/layernorm_plain.before", "atom/layernorm_plain.after")}),
+    ("atom-ck-free-native-act", {ACTIVATION: ("atom/activation_plain.before", "atom/activation_plain.after")}),
 ]
 PAIR_IDS = [f"{name}:{'+'.join(before for before, _ in files.values())}" for name, files in PAIRS]
 
@@ -110,6 +114,8 @@ UPSTREAM_FIXED = [
     ("jit-core-runtime-error", {JIT_CORE: "aiter/core_reraise_name"}),
     ("jit-core-runtime-error", {JIT_CORE: "aiter/core_custom_error"}),
     ("atom-ck-free-triton-moe", {MOE: "atom/moe_fixed"}),
+    ("atom-ck-free-triton-norm", {LAYERNORM: "atom/layernorm_fixed"}),
+    ("atom-ck-free-native-act", {ACTIVATION: "atom/activation_fixed"}),
 ]
 
 # patch, files, where (FILE:LINE), what the message must say
@@ -183,6 +189,10 @@ DRIFTS = [
     ),
     ("atom-ck-free-triton-gemm", {LINEAR: "atom/linear_plain.before"}, "atom/utils/envs.py", "to exist"),
     ("atom-ck-free-triton-moe", {MOE: "atom/moe_drift_positional"}, "atom/model_ops/moe.py:13", "not positionally"),
+    ("atom-ck-free-triton-norm", {LAYERNORM: "atom/layernorm_drift_half"}, "atom/model_ops/layernorm.py:5",
+     "or neither"),
+    ("atom-ck-free-native-act", {ACTIVATION: "atom/activation_drift_no_native"}, "atom/model_ops/activation.py:5",
+     "SiluAndMul.forward_native"),
 ]
 
 
@@ -276,7 +286,7 @@ def test_one_drift_stops_every_write(tmp_path):
     before = snapshot(root)
     report = engine.run(root, PATCHES, "apply")
     outcomes = [r.outcome for r in report.results]
-    assert outcomes == ["applied", "applied", "drifted", "applied", "not-present"]
+    assert outcomes == ["applied", "applied", "drifted", "applied", "not-present", "not-present", "not-present"]
     assert (report.exit_code, report.written, snapshot(root)) == (2, [], before)
     assert report.results[0].detail.startswith("not written (another patch drifted): ")
 

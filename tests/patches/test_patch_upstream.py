@@ -48,6 +48,8 @@ PATCHES_OF = {
     "jit_core": {"jit-core-runtime-error"},
     "atom": {"atom-ck-free-triton-gemm"},
     "atom_moe": {"atom-ck-free-triton-moe"},
+    "atom_norm": {"atom-ck-free-triton-norm"},
+    "atom_act": {"atom-ck-free-native-act"},
 }
 
 
@@ -113,7 +115,12 @@ def executed(version, run):
 # --- the named snapshots ------------------------------------------------------------------
 
 AITER_PATCHES = ("tuned-gemm-hipblaslt", "no-asm-gemm-gfx950", "jit-core-runtime-error")
-ATOM_PATCHES = ("atom-ck-free-triton-gemm", "atom-ck-free-triton-moe")
+ATOM_PATCHES = (
+    "atom-ck-free-triton-gemm",
+    "atom-ck-free-triton-moe",
+    "atom-ck-free-triton-norm",
+    "atom-ck-free-native-act",
+)
 EXPECTED = {
     "aiter 2026-01-20": ("aiter", NAMED["aiter"]["2026-01-20"], ("applied", "applied", "applied")),
     "aiter 2026-08-03": ("aiter", NAMED["aiter"]["2026-08-03"], ("applied", "applied", "upstream-fixed")),
@@ -127,8 +134,8 @@ EXPECTED = {
         NAMED["aiter"]["pull/4465/head"],
         ("applied", "applied", "upstream-fixed"),
     ),
-    "atom 2026-07-31": ("atom", NAMED["atom"]["2026-07-31"], ("applied", "applied")),
-    "atom main 2026-08-22": ("atom", NAMED["atom"]["main 2026-08-22"], ("applied", "applied")),
+    "atom 2026-07-31": ("atom", NAMED["atom"]["2026-07-31"], ("applied",) * 4),
+    "atom main 2026-08-22": ("atom", NAMED["atom"]["main 2026-08-22"], ("applied",) * 4),
 }
 
 

@@ -13,7 +13,17 @@ import subprocess
 import sys
 
 import pytest
-from patch_helpers import ENVS, JIT_CORE, LINEAR, MOE, REPO, TUNED_GEMM, fixture_bytes
+from patch_helpers import (
+    ACTIVATION,
+    ENVS,
+    JIT_CORE,
+    LAYERNORM,
+    LINEAR,
+    MOE,
+    REPO,
+    TUNED_GEMM,
+    fixture_bytes,
+)
 from patch_upstream_repos import NAMED, missing_reason, upstream_dir
 
 from patches import cli
@@ -25,6 +35,8 @@ NAMES = [
     "jit-core-runtime-error",
     "atom-ck-free-triton-gemm",
     "atom-ck-free-triton-moe",
+    "atom-ck-free-triton-norm",
+    "atom-ck-free-native-act",
 ]
 
 
@@ -58,7 +70,8 @@ def git_repo(path, files: dict[str, str]):
 @pytest.fixture
 def atom_repo(tmp_path):
     return git_repo(tmp_path / "atom", {LINEAR: "atom/linear_plain.before", ENVS: "atom/envs_without.before",
-                                           MOE: "atom/moe_plain.before"})
+                                           MOE: "atom/moe_plain.before", LAYERNORM: "atom/layernorm_plain.before",
+                                           ACTIVATION: "atom/activation_plain.before"})
 
 
 def test_real_upstream_heads(tmp_path):
@@ -75,7 +88,7 @@ def test_real_upstream_heads(tmp_path):
         NAMED["atom"]["main 2026-08-22"],
     ]
     assert [(p["name"], p["outcome"]) for p in report["patches"]] == list(
-        zip(NAMES, ["applied", "applied", "upstream-fixed", "applied", "applied"], strict=True)
+        zip(NAMES, ["applied", "applied", "upstream-fixed", "applied", "applied", "applied", "applied"], strict=True)
     )
     assert {p["date"][:10] for p in report["patches"]} == {"2026-08-22"}
 

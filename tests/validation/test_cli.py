@@ -13,8 +13,8 @@ TOP_KEYS = {"arch", "device", "device_name", "torch", "triton", "aiter", "aiter_
             "exit_code", "checks"}
 CHECK_KEYS = {"name", "status", "reason", "wall_s", "metrics", "cases"}
 CASE_KEYS = {"name", "status", "cosine", "max_abs_err", "frac_out_of_tol", "nan_inf", "backend", "note"}
-NAMES = ["arch-consistency", "gemm-hipblaslt", "gemm-triton", "moe-triton", "gemm-ck", "gemm-asm", "lds-budget",
-         "tuned-csv-coverage", "payload", "first-use-compile", "route"]
+NAMES = ["arch-consistency", "gemm-hipblaslt", "gemm-triton", "moe-triton", "atom-reroutes", "gemm-ck", "gemm-asm",
+         "lds-budget", "tuned-csv-coverage", "payload", "first-use-compile", "route"]
 CPU = ["--arch", "gfx942", "--device", "cpu"]
 
 

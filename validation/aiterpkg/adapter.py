@@ -24,6 +24,7 @@ It does exactly three things, one function each; every result produced through i
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.machinery
 import sys
@@ -127,6 +128,28 @@ def amd_only_options() -> frozenset[str]:
     except ImportError:
         return _AMD_ONLY_FALLBACK
     return frozenset(HIPOptions.__dataclass_fields__) - frozenset(CUDAOptions.__dataclass_fields__)
+
+
+@contextlib.contextmanager
+def cu_count(arch: str, backend: str):
+    """aiter's Triton wrappers size some grids by the device's CU count (aiter.ops.triton.utils.device_info's
+    get_num_sms: chip_info's rocminfo, else torch.cuda). Under the interpreter there is neither: every aiter module's
+    get_num_sms answers the target arch's most common part's count for the duration (on a GPU, aiter asks the
+    device as users' code does)."""
+    if backend != "interpreter":
+        yield
+        return
+    count = ARCHS[arch].default_cu_num
+    original = importlib.import_module("aiter.ops.triton.utils.device_info").get_num_sms
+    bound = [m for name, m in list(sys.modules.items())
+             if name.startswith("aiter.") and m is not None and getattr(m, "get_num_sms", None) is original]
+    for module in bound:
+        module.get_num_sms = lambda: count
+    try:
+        yield
+    finally:
+        for module in bound:
+            module.get_num_sms = original
 
 
 def launch_config(config: dict, backend: str) -> tuple[dict, dict]:

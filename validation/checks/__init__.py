@@ -7,6 +7,7 @@ import traceback
 
 from validation.checks import (
     arch_consistency,
+    atom_reroutes,
     first_use_compile,
     gemm_asm,
     gemm_ck,
@@ -21,8 +22,8 @@ from validation.checks import (
 from validation.checks.context import Context
 from validation.checks.report import FAILED, CheckResult
 
-CHECKS = {m.NAME: m for m in (arch_consistency, gemm_hipblaslt, gemm_triton, moe_triton, gemm_ck, gemm_asm,
-                              lds_budget, tuned_csv_coverage, payload_arch, first_use_compile, servable)}
+CHECKS = {m.NAME: m for m in (arch_consistency, gemm_hipblaslt, gemm_triton, moe_triton, atom_reroutes, gemm_ck,
+                              gemm_asm, lds_budget, tuned_csv_coverage, payload_arch, first_use_compile, servable)}
 
 
 def run_check(name: str, ctx: Context) -> CheckResult:

@@ -1,5 +1,5 @@
-"""Triton fused MoE: aiter's where it can run (validation.checks.aiter_moe_cases), ATOM's CK-free expert layer
-where the image's ATOM has it (validation.checks.atom_moe_cases), and always ours, against a per-expert torch loop."""
+"""Triton fused MoE: aiter's where it can run (validation.checks.aiter_moe_cases), and always ours, against a
+per-expert torch loop (ATOM's CK-free expert layer on the same inputs: validation.checks.atom_reroutes)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,11 @@ from dataclasses import dataclass
 
 import torch
 
-from validation.checks import aiter_moe_cases, atom_moe_cases
+from validation.checks import aiter_moe_cases
 from validation.checks.context import Context
 from validation.checks.metrics import compare
 from validation.checks.report import Case, CheckResult
 from validation.core.device import interpreting
-from validation.warmcache.plan import atom_package
 
 NAME = "moe-triton"
 
@@ -62,5 +61,4 @@ def run(ctx: Context) -> CheckResult:
         cases.append(Case.measured(s.label, compare(out, reference_moe(x, w1, w2, weights, ids)),
                                    f"triton({mode})", "bf16, softmax top-k renormalised, SiLU-gated"))
     aiter_cases, launches = aiter_moe_cases.cases(ctx, shapes, _inputs)
-    atom_cases = atom_moe_cases.cases(ctx, shapes, _inputs, atom_package())
-    return CheckResult.from_cases(NAME, aiter_cases + atom_cases + cases, {"aiter_launches": launches})
+    return CheckResult.from_cases(NAME, aiter_cases + cases, {"aiter_launches": launches})

@@ -70,9 +70,11 @@ class Mod:
 
 @dataclass(frozen=True)
 class Partial:
-    """functools.partial(f, ...): calling it calls f."""
+    """functools.partial(f, ...): calling it calls f (after `lead` unknown arguments: an autograd Function's
+    `apply(...)` calls its `forward(ctx, ...)`)."""
 
     target: frozenset
+    lead: int = 0
 
 
 @dataclass(frozen=True)

@@ -195,7 +195,7 @@ class Walker:
         if isinstance(f, Partial):
             out, leaves = set(), set()
             for target in f.target:
-                r, lv = self._invoke_one(target, args, kwargs, frame)
+                r, lv = self._invoke_one(target, [UNKNOWN] * f.lead + list(args), kwargs, frame)
                 out |= r
                 leaves |= lv
             return frozenset(out), frozenset(leaves)
@@ -549,6 +549,9 @@ class Walker:
 
     def _class_attr(self, cls: Def, attr: str, inst: Inst | None) -> set:
         m = self.src.method(cls, attr)
+        if m is None and attr == "apply" and _autograd_function(cls):  # Cls.apply(...) runs Cls.forward(ctx, ...)
+            forward = self.src.method(cls, "forward")
+            return {Partial(frozenset({Fn(forward)}), lead=1)} if forward else set()
         if m is not None:
             if any(isinstance(x, ast.Name) and x.id == "property" for x in m.node.decorator_list):
                 return set(self.call_def(m, [], {}, inst, record=False)[0])
@@ -745,3 +748,9 @@ def _enclosing_class(src: Sources, func: Def) -> Def | None:
         return None
     cls = src.lookup(func.module, func.qual.split(".")[0])
     return cls if isinstance(cls, Def) else None
+
+
+def _autograd_function(cls: Def) -> bool:
+    """A class derived from torch.autograd.Function (written `torch.autograd.Function` or an imported `Function`)."""
+    return isinstance(cls.node, ast.ClassDef) and any(ast.unparse(b).split(".")[-1] == "Function"
+                                                      for b in cls.node.bases)

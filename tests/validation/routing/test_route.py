@@ -87,8 +87,8 @@ def patched(site, tmp_path_factory):
     shutil.copytree(site / "atom", folder / "atom", ignore=shutil.ignore_patterns("__pycache__"))
     (folder / "aiter").symlink_to(site / "aiter")
     subprocess.run([sys.executable, "-m", "patches", "apply", "--root", str(folder), "--only",  # noqa: S603
-                    "atom-ck-free-triton-gemm", "atom-ck-free-triton-moe"], cwd=REPO, check=True, capture_output=True,
-                   timeout=300)
+                    "atom-ck-free-triton-gemm", "atom-ck-free-triton-moe", "atom-ck-free-triton-norm",
+                    "atom-ck-free-native-act"], cwd=REPO, check=True, capture_output=True, timeout=300)
     return folder
 
 
@@ -106,6 +106,27 @@ def test_the_ck_free_image_sends_bf16_experts_to_aiters_triton_fused_moe(patched
                 "model.layers.mlp.experts", "FusedMoE")
     unpatched = {k.module for k in off.kernels if k.site.endswith("UnquantizedFusedMoEMethod.apply")}
     assert "module_moe_ck2stages" in unpatched
+
+
+def test_the_ck_free_image_sends_rmsnorm_to_aiters_triton_rmsnorm(patched):
+    """RMSNorm's plain path through the patched wrappers: aiter's Triton rms_norm kernels (reached through its
+    autograd Function's forward), nothing the image lacks; without ATOM_CK_FREE, module_rmsnorm_quant."""
+    norm = layer(make(patched, "qwen3-30b-a3b", env=ck_free_env()), "model.norm", "RMSNorm")
+    names = {k.name.rsplit(".", 1)[-1] for k in norm.kernels}
+    assert {"_rms_norm_kernel", "_fused_add_rmsnorm_kernel"} <= names
+    assert all(k.kind == leaves.TRITON and k.present for k in norm.kernels), norm.kernels
+    off = layer(make(patched, "qwen3-30b-a3b", env={**ck_free_env(), "ATOM_CK_FREE": "0"}), "model.norm", "RMSNorm")
+    assert {k.module for k in off.missing} == {"module_rmsnorm_quant"}
+
+
+def test_the_ck_free_image_runs_silu_and_mul_on_atoms_torch_path(patched):
+    """SiluAndMul's forward returns ATOM's own forward_native (torch: no aiter kernel, so the layer leaves the route);
+    without ATOM_CK_FREE it is aiter's silu_and_mul, module_activation."""
+    r = make(patched, "llama3-8b", env=ck_free_env())
+    assert not [lr for lr in r.layers if lr.op == "SiluAndMul"]
+    off = layer(make(patched, "llama3-8b", env={**ck_free_env(), "ATOM_CK_FREE": "0"}), "model.layers.mlp.act_fn",
+                "SiluAndMul")
+    assert {k.module for k in off.missing} == {"module_activation"}
 
 
 def test_the_ck_free_image_sends_deepseeks_block_scale_linears_to_triton(patched):

@@ -1,6 +1,7 @@
 """The walk's branch rules on a hand-written package (a stand-in shaped like aiter, not its code): a return under a
 condition the walk knows ends the path, one under a condition it does not know ends nothing, an `and` whose operands
-it cannot all decide stays undecided, and an attribute of something it did not resolve is never taken as true."""
+it cannot all decide stays undecided, an attribute of something it did not resolve is never taken as true, and an
+autograd Function's `apply` runs its `forward` with the arguments after ctx."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ from validation.routing.values import Const
 from validation.routing.walker import Walker
 
 OPS = '''
+import torch
+
+
 def compile_ops(name):
     return lambda f: f
 
@@ -61,6 +65,18 @@ def unresolved_attribute(x, ctx):
 def kern_c(x): ...
 
 
+class _Norm(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, flag):
+        if flag:
+            return kern_c(x)
+        return kern_a(x)
+
+
+def autograd(x, flag):
+    return _Norm.apply(x, flag)
+
+
 STEP = 1
 '''
 
@@ -99,3 +115,8 @@ def test_an_and_with_an_unknown_operand_is_undecided(walk):
 
 def test_an_attribute_of_an_unresolved_object_is_not_taken_as_true(walk):
     assert walk("unresolved_attribute", frozenset()) == {"module_a", "module_b"}
+
+
+def test_an_autograd_functions_apply_runs_its_forward_after_ctx(walk):
+    assert walk("autograd", frozenset({Const(True)})) == {"module_c"}
+    assert walk("autograd", frozenset({Const(False)})) == {"module_a"}
