@@ -7,7 +7,7 @@ import ast
 from collections.abc import Iterator
 from typing import TypeGuard
 
-from patches.source import Drift, Edit, Node, Source
+from patches.source import Drift, Edit, Node, Source, end_line
 
 Def = ast.FunctionDef | ast.AsyncFunctionDef  # a `def`, either kind: the patches read both alike
 
@@ -48,6 +48,15 @@ def append_edit(src: Source, text: str) -> Edit:
     end = len(src.data)
     lead = "" if src.data.endswith(b"\n") or not src.data else "\n"
     return Edit(end, end, lead + text)
+
+
+def import_envs_edit(src: Source, name: str, why: str) -> Edit:
+    """`from atom.utils import envs` (under the patch's marker) after the module's last top-level import."""
+    imports = [n for n in src.tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+    if not imports:
+        raise Drift(1, "module-level imports to add `from atom.utils import envs` after")
+    at = src.line_end(end_line(imports[-1]))
+    return Edit(at, at, f"{marker(name, why)}\nfrom atom.utils import envs\n")
 
 
 def module_def(tree: ast.Module, name: str) -> Def:

@@ -18,7 +18,8 @@ IMAGE_CHECKS = ("arch-consistency", "gemm-ck")
 # The patches (patches.catalog) and the package whose files they target.
 PATCHES = {"tuned-gemm-hipblaslt": "aiter", "no-asm-gemm-gfx950": "aiter", "jit-core-runtime-error": "aiter",
            "atom-ck-free-triton-gemm": "atom", "atom-ck-free-triton-moe": "atom",
-           "atom-ck-free-triton-norm": "atom", "atom-ck-free-native-act": "atom"}
+           "atom-ck-free-triton-norm": "atom", "atom-ck-free-native-act": "atom",
+           "atom-ck-free-native-topk": "atom"}
 
 
 @dataclass(frozen=True)

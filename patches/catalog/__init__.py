@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from patches.catalog import (
     atom_ck_free_native_act,
+    atom_ck_free_native_topk,
     atom_ck_free_triton_gemm,
     atom_ck_free_triton_moe,
     atom_ck_free_triton_norm,
@@ -18,9 +19,10 @@ PATCHES: tuple[Patch, ...] = (
     no_asm_gemm_gfx950.PATCH,
     jit_core_runtime_error.PATCH,
     atom_ck_free_triton_gemm.PATCH,
-    atom_ck_free_triton_moe.PATCH,  # these three after the GEMM patch, which gives envs.py its ATOM_CK_FREE
+    atom_ck_free_triton_moe.PATCH,  # these four after the GEMM patch, which gives envs.py its ATOM_CK_FREE
     atom_ck_free_triton_norm.PATCH,
     atom_ck_free_native_act.PATCH,
+    atom_ck_free_native_topk.PATCH,
 )
 
 

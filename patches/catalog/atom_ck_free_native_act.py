@@ -29,12 +29,12 @@ from patches.finders import (
     block_of,
     guard_edit,
     has_marker,
-    marker,
+    import_envs_edit,
     module_binds,
     walk_with_ancestors,
     words,
 )
-from patches.source import Drift, Edit, Source, end_line
+from patches.source import Drift, Source
 
 NAME = "atom-ck-free-native-act"
 ACTIVATION = "atom/model_ops/activation.py"
@@ -57,7 +57,7 @@ def plan_activation(src: Source) -> Plan:
     envs = "envs" if module_binds(src.tree, "envs") else None
     edits = [guard_edit(src, first, NAME, WHY, f"{envs or 'envs'}.{VAR}", f"return self.forward_native({arg})")]
     if envs is None:
-        edits.append(_import_envs(src))
+        edits.append(import_envs_edit(src, NAME, WHY))
     return Plan.rewrite(f"line {first.lineno}: {CLASS} runs forward_native when {VAR}=1", *edits)
 
 
@@ -88,14 +88,6 @@ def _call(src: Source, forward: Def) -> tuple[ast.stmt, ast.AST, str]:
     if len(call.args) != 2 or call.keywords:
         raise Drift(stmt.lineno, "silu_and_mul(out, x) with two positional arguments")
     return stmt, parent, src.segment(call.args[1])
-
-
-def _import_envs(src: Source) -> Edit:
-    imports = [n for n in src.tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
-    if not imports:
-        raise Drift(1, "module-level imports to add `from atom.utils import envs` after")
-    at = src.line_end(end_line(imports[-1]))
-    return Edit(at, at, f"{marker(NAME, WHY)}\nfrom atom.utils import envs\n")
 
 
 PATCH = Patch(

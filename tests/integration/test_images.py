@@ -200,7 +200,7 @@ def test_patches_applied_to_the_real_files_in_the_image(docker_engine, built):
     assert outcomes == {"tuned-gemm-hipblaslt": "applied", "no-asm-gemm-gfx950": "applied",
                         "jit-core-runtime-error": "upstream-fixed", "atom-ck-free-triton-gemm": "applied",
                         "atom-ck-free-triton-moe": "applied", "atom-ck-free-triton-norm": "applied",
-                        "atom-ck-free-native-act": "applied"}
+                        "atom-ck-free-native-act": "applied", "atom-ck-free-native-topk": "applied"}
     site = run_in(docker_engine, built.record.candidate_id,
                   ["python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).strip()
     linear = run_in(docker_engine, built.record.candidate_id, ["cat", f"{site}/atom/model_ops/linear.py"])

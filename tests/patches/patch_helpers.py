@@ -21,6 +21,7 @@ ENVS = "atom/utils/envs.py"
 MOE = "atom/model_ops/moe.py"
 LAYERNORM = "atom/model_ops/layernorm.py"
 ACTIVATION = "atom/model_ops/activation.py"
+TOPK = "atom/model_ops/topK.py"
 TUNED_GEMM = "aiter/tuned_gemm.py"
 JIT_CORE = "aiter/jit/core.py"
 

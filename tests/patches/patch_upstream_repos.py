@@ -23,6 +23,7 @@ from patch_helpers import (
     LINEAR,
     MOE,
     REPO,
+    TOPK,
     TUNED_GEMM,
 )
 
@@ -48,6 +49,7 @@ GROUPS = {
     "atom_moe": ("atom", (MOE,)),
     "atom_norm": ("atom", (LAYERNORM,)),
     "atom_act": ("atom", (ACTIVATION,)),
+    "atom_topk": ("atom", (TOPK,)),
 }
 
 

@@ -32,6 +32,7 @@ EXPECTED_FIRST_RUN = {
     "atom-ck-free-triton-moe": "not-present",
     "atom-ck-free-triton-norm": "not-present",
     "atom-ck-free-native-act": "not-present",
+    "atom-ck-free-native-topk": "not-present",
 }
 
 

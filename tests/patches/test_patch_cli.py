@@ -15,6 +15,7 @@ from patch_helpers import (
     LINEAR,
     MOE,
     REPO,
+    TOPK,
     TUNED_GEMM,
     make_root,
     snapshot,
@@ -28,6 +29,7 @@ NAMES = [
     "atom-ck-free-triton-moe",
     "atom-ck-free-triton-norm",
     "atom-ck-free-native-act",
+    "atom-ck-free-native-topk",
 ]
 OUTCOMES = {"applied", "already-applied", "upstream-fixed", "not-present", "drifted"}
 
@@ -58,6 +60,7 @@ def full_root(tmp_path):
             MOE: "atom/moe_plain.before",
             LAYERNORM: "atom/layernorm_plain.before",
             ACTIVATION: "atom/activation_plain.before",
+            TOPK: "atom/topk_plain.before",
         },
     )
 
@@ -90,7 +93,7 @@ def test_check_apply_check(full_root):
     assert_schema(report, full_root, "apply", 0)
     assert apply.returncode == 0
     assert [p["name"] for p in report["patches"]] == NAMES
-    assert [p["outcome"] for p in report["patches"]] == ["applied", "applied", "upstream-fixed", "applied", "applied", "applied", "applied"]
+    assert [p["outcome"] for p in report["patches"]] == ["applied", "applied", "upstream-fixed", *["applied"] * 5]
     assert report["patches"][3]["target"] == LINEAR
     assert "+++ b/atom/utils/envs.py" in report["patches"][3]["diff"]
     patched = snapshot(full_root)

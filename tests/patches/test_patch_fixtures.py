@@ -13,6 +13,7 @@ from patch_helpers import (
     LAYERNORM,
     LINEAR,
     MOE,
+    TOPK,
     TUNED_GEMM,
     fixture_bytes,
     make_root,
@@ -101,6 +102,7 @@ PAIRS = [
     ("atom-ck-free-triton-moe", {MOE: ("atom/moe_plain.before", "atom/moe_plain.after")}),
     ("atom-ck-free-triton-norm", {LAYERNORM: ("atom/layernorm_plain.before", "atom/layernorm_plain.after")}),
     ("atom-ck-free-native-act", {ACTIVATION: ("atom/activation_plain.before", "atom/activation_plain.after")}),
+    ("atom-ck-free-native-topk", {TOPK: ("atom/topk_plain.before", "atom/topk_plain.after")}),
 ]
 PAIR_IDS = [f"{name}:{'+'.join(before for before, _ in files.values())}" for name, files in PAIRS]
 
@@ -116,6 +118,7 @@ UPSTREAM_FIXED = [
     ("atom-ck-free-triton-moe", {MOE: "atom/moe_fixed"}),
     ("atom-ck-free-triton-norm", {LAYERNORM: "atom/layernorm_fixed"}),
     ("atom-ck-free-native-act", {ACTIVATION: "atom/activation_fixed"}),
+    ("atom-ck-free-native-topk", {TOPK: "atom/topk_fixed"}),
 ]
 
 # patch, files, where (FILE:LINE), what the message must say
@@ -193,6 +196,8 @@ DRIFTS = [
      "or neither"),
     ("atom-ck-free-native-act", {ACTIVATION: "atom/activation_drift_no_native"}, "atom/model_ops/activation.py:5",
      "SiluAndMul.forward_native"),
+    ("atom-ck-free-native-topk", {TOPK: "atom/topk_drift_no_shared"}, "atom/model_ops/topK.py:2",
+     "num_fused_shared_experts"),
 ]
 
 
@@ -286,7 +291,7 @@ def test_one_drift_stops_every_write(tmp_path):
     before = snapshot(root)
     report = engine.run(root, PATCHES, "apply")
     outcomes = [r.outcome for r in report.results]
-    assert outcomes == ["applied", "applied", "drifted", "applied", "not-present", "not-present", "not-present"]
+    assert outcomes == ["applied", "applied", "drifted", "applied", *["not-present"] * 4]
     assert (report.exit_code, report.written, snapshot(root)) == (2, [], before)
     assert report.results[0].detail.startswith("not written (another patch drifted): ")
 

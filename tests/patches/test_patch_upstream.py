@@ -50,6 +50,7 @@ PATCHES_OF = {
     "atom_moe": {"atom-ck-free-triton-moe"},
     "atom_norm": {"atom-ck-free-triton-norm"},
     "atom_act": {"atom-ck-free-native-act"},
+    "atom_topk": {"atom-ck-free-native-topk"},
 }
 
 
@@ -120,6 +121,7 @@ ATOM_PATCHES = (
     "atom-ck-free-triton-moe",
     "atom-ck-free-triton-norm",
     "atom-ck-free-native-act",
+    "atom-ck-free-native-topk",
 )
 EXPECTED = {
     "aiter 2026-01-20": ("aiter", NAMED["aiter"]["2026-01-20"], ("applied", "applied", "applied")),
@@ -134,8 +136,8 @@ EXPECTED = {
         NAMED["aiter"]["pull/4465/head"],
         ("applied", "applied", "upstream-fixed"),
     ),
-    "atom 2026-07-31": ("atom", NAMED["atom"]["2026-07-31"], ("applied",) * 4),
-    "atom main 2026-08-22": ("atom", NAMED["atom"]["main 2026-08-22"], ("applied",) * 4),
+    "atom 2026-07-31": ("atom", NAMED["atom"]["2026-07-31"], ("applied",) * 5),
+    "atom main 2026-08-22": ("atom", NAMED["atom"]["main 2026-08-22"], ("applied",) * 5),
 }
 
 

@@ -21,6 +21,7 @@ from patch_helpers import (
     LINEAR,
     MOE,
     REPO,
+    TOPK,
     TUNED_GEMM,
     fixture_bytes,
 )
@@ -37,6 +38,7 @@ NAMES = [
     "atom-ck-free-triton-moe",
     "atom-ck-free-triton-norm",
     "atom-ck-free-native-act",
+    "atom-ck-free-native-topk",
 ]
 
 
@@ -71,7 +73,7 @@ def git_repo(path, files: dict[str, str]):
 def atom_repo(tmp_path):
     return git_repo(tmp_path / "atom", {LINEAR: "atom/linear_plain.before", ENVS: "atom/envs_without.before",
                                            MOE: "atom/moe_plain.before", LAYERNORM: "atom/layernorm_plain.before",
-                                           ACTIVATION: "atom/activation_plain.before"})
+                                           ACTIVATION: "atom/activation_plain.before", TOPK: "atom/topk_plain.before"})
 
 
 def test_real_upstream_heads(tmp_path):
@@ -88,7 +90,7 @@ def test_real_upstream_heads(tmp_path):
         NAMED["atom"]["main 2026-08-22"],
     ]
     assert [(p["name"], p["outcome"]) for p in report["patches"]] == list(
-        zip(NAMES, ["applied", "applied", "upstream-fixed", "applied", "applied", "applied", "applied"], strict=True)
+        zip(NAMES, ["applied", "applied", "upstream-fixed", *["applied"] * 5], strict=True)
     )
     assert {p["date"][:10] for p in report["patches"]} == {"2026-08-22"}
 

@@ -1,7 +1,8 @@
 """ATOM's CK-free reroutes, as the image holds them: the functions this repo's ATOM patches add for ATOM_CK_FREE=1
 (patches/catalog: atom-ck-free-triton-moe's `ck_free_triton_experts` in atom/model_ops/moe.py,
 atom-ck-free-triton-norm's `ck_free_rmsnorm` and `ck_free_rmsnorm_with_add` in atom/model_ops/layernorm.py) and the
-ATOM code atom-ck-free-native-act sends SiluAndMul to (`SiluAndMul.forward_native`, torch), read from the installed
+ATOM code atom-ck-free-native-act sends SiluAndMul to (`SiluAndMul.forward_native`, torch) and atom-ck-free-native-topk's
+`ck_free_topk_softmax` in atom/model_ops/topK.py (torch), read from the installed
 ATOM's source (never imported: importing atom imports all of aiter), each run against an fp32 reference. They call aiter's kernels themselves, so aiter's MoE config lookup is wrapped for
 the backend (AMD-only launch options dropped off HIP, as for every aiter launch here)."""
 
@@ -26,7 +27,11 @@ from validation.checks.report import Case, CheckResult
 from validation.warmcache.plan import atom_package
 
 NAME = "atom-reroutes"
-MOE, LAYERNORM, ACTIVATION = "model_ops/moe.py", "model_ops/layernorm.py", "model_ops/activation.py"
+MOE, LAYERNORM, ACTIVATION, TOPK = ("model_ops/moe.py", "model_ops/layernorm.py", "model_ops/activation.py",
+                                    "model_ops/topK.py")
+# (tokens, experts, top k): Qwen3-30B-A3B's router on the GPU, small ones on the CPU
+GPU_ROUTER = ((256, 128, 8), (1, 128, 8), (37, 60, 6))
+CPU_ROUTER = ((16, 8, 2), (1, 8, 2), (7, 5, 3))
 _LOOKUP = "aiter.ops.triton.utils.moe_config_utils"
 RMSNORM = "aiter.ops.triton.normalization.rmsnorm"
 # (tokens, hidden): Qwen3-30B-A3B's and DeepSeek-V3's hidden sizes on the GPU, awkward ones on the CPU
@@ -45,7 +50,8 @@ def run(ctx: Context) -> CheckResult:
     moe_shapes = moe_triton.GPU_SHAPES if ctx.full_shapes else moe_triton.CPU_SHAPES
     norm_shapes = GPU_NORM if ctx.full_shapes else CPU_NORM
     cases = (experts(ctx, at, atom, moe_shapes, dtype, note) + norms(ctx, at, atom, norm_shapes, dtype, note)
-             + activations(ctx, at, atom, norm_shapes, dtype, note))
+             + activations(ctx, at, atom, norm_shapes, dtype, note)
+             + routers(ctx, at, atom, GPU_ROUTER if ctx.full_shapes else CPU_ROUTER))
     return CheckResult.from_cases(NAME, cases)
 
 
@@ -102,6 +108,36 @@ def activations(ctx: Context, at, atom: Path, shapes, dtype: torch.dtype, note: 
                          functools.partial(lambda a, b: torch.nn.functional.silu(a) * b, gate, up),
                          f"{atom / ACTIVATION} (torch); {note}"))
     return out
+
+
+def routers(ctx: Context, at, atom: Path, shapes) -> list[Case]:
+    """ck_free_topk_softmax (renormalised, as Qwen3's router asks): the weights it returns, scattered over the experts
+    at the ids it returns, against the fp32 softmax's k largest found by sorting (a wrong id or weight both show)."""
+    helper = load(atom / TOPK, "ck_free_topk_softmax")
+    if helper is None:
+        return [_unpatched("ck_free_topk_softmax", atom / TOPK, "atom-ck-free-native-topk")]
+    out = []
+    for tokens, experts, k in shapes:
+        g = torch.Generator().manual_seed(ctx.seed * 1299709 + tokens * 13 + experts)
+        logits = torch.randn(tokens, experts, generator=g).to(ctx.info.torch_device, torch.bfloat16)
+        out.append(_case(f"ck_free_topk_softmax [T={tokens},E={experts},top{k}]", at,
+                         functools.partial(_scattered, helper, logits, k), functools.partial(_top_k, logits, k),
+                         f"{atom / TOPK} (torch); ids int32 checked"))
+    return out
+
+
+def _scattered(helper: Callable, logits: torch.Tensor, k: int) -> torch.Tensor:
+    weights, ids = helper(logits, k, True)
+    if ids.dtype != torch.int32:
+        raise TypeError(f"ids are {ids.dtype}, aiter's kernel writes int32")
+    return torch.zeros(logits.shape, device=logits.device).scatter(-1, ids.long(), weights.float())
+
+
+def _top_k(logits: torch.Tensor, k: int) -> torch.Tensor:
+    probs = torch.softmax(logits.float(), dim=-1)
+    order = probs.argsort(dim=-1, descending=True)[:, :k]
+    picked = probs.gather(-1, order)
+    return torch.zeros(logits.shape, device=logits.device).scatter(-1, order, picked / picked.sum(-1, keepdim=True))
 
 
 def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:

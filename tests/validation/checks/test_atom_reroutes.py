@@ -15,8 +15,9 @@ from tests.validation.conftest import REPO
 from validation.checks import atom_reroutes
 from validation.checks.report import FAILED, PASSED, SKIPPED
 
-FILES = ("atom/model_ops/moe.py", "atom/model_ops/layernorm.py", "atom/model_ops/activation.py")
-PATCHES = ("atom-ck-free-triton-moe", "atom-ck-free-triton-norm", "atom-ck-free-native-act")
+FILES = ("atom/model_ops/moe.py", "atom/model_ops/layernorm.py", "atom/model_ops/activation.py",
+         "atom/model_ops/topK.py")
+PATCHES = ("atom-ck-free-triton-moe", "atom-ck-free-triton-norm", "atom-ck-free-native-act", "atom-ck-free-native-topk")
 
 
 @pytest.fixture
@@ -44,15 +45,16 @@ def test_the_patched_functions_match_fp32(atom_at, aiter_pkg, interpreter_runs_a
     names = [c.name.split(" ")[0] for c in result.cases]
     assert names.count("ck_free_triton_experts") == 3 and names.count("ck_free_rmsnorm") == 3
     assert names.count("ck_free_rmsnorm_with_add") == 3 and names.count("SiluAndMul.forward_native") == 3
-    assert [c.status for c in result.cases] == [PASSED] * 12, [c.note for c in result.cases]
+    assert names.count("ck_free_topk_softmax") == 3
+    assert [c.status for c in result.cases] == [PASSED] * 15, [c.note for c in result.cases]
     assert all(c.cosine > 0.999 and str(atom) in c.note for c in result.cases)
 
 
 def test_an_atom_without_the_patches_is_skipped_naming_them(atom_at, aiter_pkg, cpu_ctx):
     atom_at(patched=False)
     result = atom_reroutes.run(cpu_ctx(aiter_root=aiter_pkg, aiter_from_source=True))
-    assert [c.status for c in result.cases] == [SKIPPED, SKIPPED, SKIPPED]
-    assert [p in c.note for c, p in zip(result.cases, PATCHES, strict=True)] == [True, True, True]
+    assert [c.status for c in result.cases] == [SKIPPED] * 4
+    assert [p in c.note for c, p in zip(result.cases, PATCHES, strict=True)] == [True] * 4
 
 
 def test_no_atom_here_is_one_skip(aiter_pkg, cpu_ctx):
@@ -63,7 +65,7 @@ def test_no_atom_here_is_one_skip(aiter_pkg, cpu_ctx):
 def test_functions_that_compute_something_else_fail(aiter_pkg, interpreter_runs_aiter, cpu_ctx, tmp_path,
                                                     monkeypatch):
     """Hand-written stand-ins, not ATOM's: the experts' mean instead of the routed sum, a norm without its weight,
-    SiLU on the wrong half."""
+    SiLU on the wrong half, a router that keeps the k smallest."""
     (tmp_path / "atom" / "model_ops").mkdir(parents=True)
     (tmp_path / "atom" / "__init__.py").write_text("")
     (tmp_path / FILES[0]).write_text(
@@ -82,8 +84,12 @@ def test_functions_that_compute_something_else_fail(aiter_pkg, interpreter_runs_
         "    def forward_native(self, x, x_scale=None):\n"
         "        x, y = x.chunk(2, -1)\n"
         "        return x * F.silu(y)\n")
+    (tmp_path / FILES[3]).write_text(
+        "def ck_free_topk_softmax(gating_output, topk, renormalize, num_fused_shared_experts=0):\n"
+        "    w, ids = torch.topk(torch.softmax(gating_output.float(), -1), topk, largest=False)\n"
+        "    return w / w.sum(-1, keepdim=True), ids.to(torch.int32)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     result = atom_reroutes.run(cpu_ctx(aiter_root=aiter_pkg, aiter_from_source=True))
     assert {c.name.split(" ")[0]: c.status for c in result.cases} == {
         "ck_free_triton_experts": FAILED, "ck_free_rmsnorm": FAILED, "ck_free_rmsnorm_with_add": FAILED,
-        "SiluAndMul.forward_native": FAILED}
+        "SiluAndMul.forward_native": FAILED, "ck_free_topk_softmax": FAILED}

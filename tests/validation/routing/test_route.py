@@ -88,17 +88,20 @@ def patched(site, tmp_path_factory):
     (folder / "aiter").symlink_to(site / "aiter")
     subprocess.run([sys.executable, "-m", "patches", "apply", "--root", str(folder), "--only",  # noqa: S603
                     "atom-ck-free-triton-gemm", "atom-ck-free-triton-moe", "atom-ck-free-triton-norm",
-                    "atom-ck-free-native-act"], cwd=REPO, check=True, capture_output=True, timeout=300)
+                    "atom-ck-free-native-act", "atom-ck-free-native-topk"], cwd=REPO, check=True, capture_output=True,
+                   timeout=300)
     return folder
 
 
 def test_the_ck_free_image_sends_bf16_experts_to_aiters_triton_fused_moe(patched):
     """The patched ATOM on the CK-free image's environment: UnquantizedFusedMoEMethod.apply returns through
     ck_free_triton_experts (aiter's Triton align and fused_moe kernels, which the image has) and no longer reaches
-    aiter.fused_moe's CK 2-stage modules; without ATOM_CK_FREE the same code still does."""
+    aiter.fused_moe's CK 2-stage modules, and the softmax router is torch's (no topk_softmax); without ATOM_CK_FREE
+    the same code still reaches both."""
     experts = layer(make(patched, "qwen3-30b-a3b", env=ck_free_env()), "model.layers.mlp.experts", "FusedMoE")
     apply = [k for k in experts.kernels if k.site.endswith("UnquantizedFusedMoEMethod.apply")]
     assert apply == [], apply
+    assert not [k for k in experts.kernels if k.name.endswith("topk_softmax")], "the router is torch's now"
     ours = [k for k in experts.kernels if k.site.endswith("moe.ck_free_triton_experts")]
     assert {k.name.rsplit(".", 1)[-1] for k in ours} >= {"_fused_moe_kernel", "_moe_align_block_size_stage1_kernel"}
     assert all(k.kind == leaves.TRITON and k.present for k in ours)
@@ -106,6 +109,7 @@ def test_the_ck_free_image_sends_bf16_experts_to_aiters_triton_fused_moe(patched
                 "model.layers.mlp.experts", "FusedMoE")
     unpatched = {k.module for k in off.kernels if k.site.endswith("UnquantizedFusedMoEMethod.apply")}
     assert "module_moe_ck2stages" in unpatched
+    assert {k.module for k in off.kernels if k.name.endswith("topk_softmax")} == {"module_moe_asm"}
 
 
 def test_the_ck_free_image_sends_rmsnorm_to_aiters_triton_rmsnorm(patched):
