@@ -59,6 +59,35 @@ def import_envs_edit(src: Source, name: str, why: str) -> Edit:
     return Edit(at, at, f"{marker(name, why)}\nfrom atom.utils import envs\n")
 
 
+def module_class(tree: ast.Module, name: str) -> ast.ClassDef:
+    """The one module-level `class name`; Drift when absent or defined twice."""
+    found = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name]
+    if len(found) != 1:
+        raise Drift(found[0].lineno if found else 1, f"one module-level class {name}, found {len(found)}")
+    return found[0]
+
+
+def class_method(cls: ast.ClassDef, name: str) -> Def:
+    """The one `def name` in cls's own body; Drift when absent or defined twice."""
+    found = [n for n in cls.body if _is_def(n) and n.name == name]
+    if len(found) != 1:
+        raise Drift(cls.lineno, f"one {cls.name}.{name}, found {len(found)}")
+    return found[0]
+
+
+def first_statement(func: Def) -> ast.stmt:
+    """func's first statement after its docstring (the docstring itself when that is all), on a line of its own."""
+    body = func.body
+    first = body[1] if _docstring(body[0]) and len(body) > 1 else body[0]
+    if first.lineno == func.lineno:
+        raise Drift(func.lineno, f"{func.name}'s body on lines of its own")
+    return first
+
+
+def _docstring(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
+
+
 def module_def(tree: ast.Module, name: str) -> Def:
     """The one module-level `def name`; Drift when absent or defined twice."""
     found = [node for node in tree.body if _is_def(node) and node.name == name]

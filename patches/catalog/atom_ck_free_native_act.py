@@ -27,10 +27,12 @@ from patches.engine import Patch, Plan, Step
 from patches.finders import (
     Def,
     block_of,
+    class_method,
     guard_edit,
     has_marker,
     import_envs_edit,
     module_binds,
+    module_class,
     walk_with_ancestors,
     words,
 )
@@ -44,9 +46,9 @@ WHY = "CK-free builds have no module_activation; ATOM's own torch SiluAndMul ser
 
 
 def plan_activation(src: Source) -> Plan:
-    cls = _class(src.tree)
-    forward = _method(cls, "forward")
-    _method(cls, "forward_native")
+    cls = module_class(src.tree, CLASS)
+    forward = class_method(cls, "forward")
+    class_method(cls, "forward_native")
     if VAR in words(forward):
         marked = [s for s in ast.walk(forward) if isinstance(s, ast.If) and has_marker(src, s, NAME)]
         if marked:
@@ -59,20 +61,6 @@ def plan_activation(src: Source) -> Plan:
     if envs is None:
         edits.append(import_envs_edit(src, NAME, WHY))
     return Plan.rewrite(f"line {first.lineno}: {CLASS} runs forward_native when {VAR}=1", *edits)
-
-
-def _class(tree: ast.Module) -> ast.ClassDef:
-    found = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == CLASS]
-    if len(found) != 1:
-        raise Drift(1, f"one module-level class {CLASS}, found {len(found)}")
-    return found[0]
-
-
-def _method(cls: ast.ClassDef, name: str) -> Def:
-    found = [n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == name]
-    if len(found) != 1:
-        raise Drift(cls.lineno, f"one {CLASS}.{name}, found {len(found)}")
-    return found[0]
 
 
 def _call(src: Source, forward: Def) -> tuple[ast.stmt, ast.AST, str]:

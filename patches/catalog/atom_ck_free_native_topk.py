@@ -27,6 +27,7 @@ import ast
 from patches.engine import Patch, Plan, Step
 from patches.finders import (
     append_edit,
+    first_statement,
     guard_edit,
     has_marker,
     import_envs_edit,
@@ -70,20 +71,13 @@ def plan_topk(src: Source) -> Plan:
     params = [a.arg for a in func.args.posonlyargs + func.args.args]
     if len(params) < 3 or SHARED not in params:
         raise Drift(func.lineno, f"{FUNC}(logits, topk, renormalize, ..., {SHARED}, ...), found ({', '.join(params)})")
-    body = func.body
-    first = body[1] if _docstring(body[0]) and len(body) > 1 else body[0]
-    if first.lineno == func.lineno:
-        raise Drift(func.lineno, f"{FUNC}'s body on lines of its own")
+    first = first_statement(func)
     call = f"return ck_free_topk_softmax({', '.join(params[:3])}, {SHARED})"
     edits = [guard_edit(src, first, NAME, WHY, f"envs.{VAR}", call),
              append_edit(src, FUNCTION.format(mark=marker(NAME, WHY), var=VAR))]
     if not module_binds(src.tree, "envs"):
         edits.append(import_envs_edit(src, NAME, WHY))
     return Plan.rewrite(f"line {first.lineno}: {FUNC} routes in torch when {VAR}=1", *edits)
-
-
-def _docstring(stmt: ast.stmt) -> bool:
-    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
 
 
 PATCH = Patch(

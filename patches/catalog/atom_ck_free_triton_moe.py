@@ -31,7 +31,16 @@ import ast
 
 from patches.catalog.atom_ck_free_triton_gemm import envs_name
 from patches.engine import Patch, Plan, Step
-from patches.finders import Def, append_edit, guard_edit, has_marker, marker, words
+from patches.finders import (
+    Def,
+    append_edit,
+    class_method,
+    guard_edit,
+    has_marker,
+    marker,
+    module_class,
+    words,
+)
 from patches.source import Drift, Edit, Source
 
 NAME = "atom-ck-free-triton-moe"
@@ -84,8 +93,8 @@ def {helper}(hidden_states, w1, w2, topk_weight, topk_ids, activation=None, expe
 
 
 def plan_moe(src: Source) -> Plan:
-    cls = _class(src.tree)
-    apply, weights = _method(cls, "apply"), _method(cls, "process_weights_after_loading")
+    cls = module_class(src.tree, CLASS)
+    apply, weights = class_method(cls, "apply"), class_method(cls, "process_weights_after_loading")
     if VAR in words(apply):
         marked = [s for s in ast.walk(apply) if isinstance(s, ast.If) and has_marker(src, s, NAME)]
         if marked:
@@ -99,20 +108,6 @@ def plan_moe(src: Source) -> Plan:
     edits = [_guard(src, ret, envs, f"return {HELPER}({args})"), _guard(src, _shuffle(weights), envs, "return"),
              _append(src)]
     return Plan.rewrite(f"line {ret.lineno}: {CLASS} takes aiter's Triton fused_moe when {VAR}=1", *edits)
-
-
-def _class(tree: ast.Module) -> ast.ClassDef:
-    found = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == CLASS]
-    if len(found) != 1:
-        raise Drift(1, f"one module-level class {CLASS}, found {len(found)}")
-    return found[0]
-
-
-def _method(cls: ast.ClassDef, name: str) -> Def:
-    found = [n for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == name]
-    if len(found) != 1:
-        raise Drift(cls.lineno, f"one {CLASS}.{name}, found {len(found)}")
-    return found[0]
 
 
 def _fused_moe_return(apply: Def) -> tuple[ast.Return, ast.Call]:

@@ -21,13 +21,12 @@ reads ATOM_CK_FREE without our marker is upstream's own; both must agree.
 
 from __future__ import annotations
 
-import ast
-
 from patches.catalog.atom_ck_free_triton_gemm import envs_name
 from patches.engine import Patch, Plan, Step
 from patches.finders import (
     Def,
     append_edit,
+    first_statement,
     guard_edit,
     has_marker,
     marker,
@@ -87,15 +86,7 @@ def _guard(src: Source, d: Def, envs: str, helper: str, count: int) -> Edit:
     params = [a.arg for a in d.args.posonlyargs + d.args.args]
     if len(params) != count or d.args.vararg or d.args.kwonlyargs:
         raise Drift(d.lineno, f"{d.name}({count} positional parameters), found ({', '.join(params)})")
-    body = d.body
-    first = body[1] if _docstring(body[0]) and len(body) > 1 else body[0]
-    if first.lineno == d.lineno:
-        raise Drift(d.lineno, f"{d.name}'s body on lines of its own")
-    return guard_edit(src, first, NAME, WHY, f"{envs}.{VAR}", f"return {helper}({', '.join(params)})")
-
-
-def _docstring(stmt: ast.stmt) -> bool:
-    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
+    return guard_edit(src, first_statement(d), NAME, WHY, f"{envs}.{VAR}", f"return {helper}({', '.join(params)})")
 
 
 PATCH = Patch(
